@@ -1,0 +1,73 @@
+# edgellm build. llama.cpp and ggml come from the pinned github.com/ollama/ollama
+# module (see go.mod); its cgo files compile them into our binary. We only add
+# the include paths and the optimisation flags. See ../shared/DESIGN.md.
+
+GO        ?= go
+# Build for the host CPU by default; override for cross builds, e.g.
+#   make build MARCH=armv8.2-a+dotprod
+MARCH     ?= native
+OLLAMA_DIR := $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama 2>/dev/null)
+ARCH      := $(shell uname -m)
+
+# ollama's cgo files do not compile ggml's AMX kernels (ggml-cpu/amx/*.cpp), yet
+# ggml-cpu.cpp references them when the compiler defines __AMX_INT8__, which
+# -march=native does on Sapphire Rapids and later. Turn AMX off so the link works.
+ifeq ($(ARCH),x86_64)
+  ARCH_FLAGS := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+endif
+
+export CGO_ENABLED  := 1
+export CGO_CPPFLAGS := -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
+export CGO_CFLAGS   := -O3 -march=$(MARCH) $(ARCH_FLAGS)
+export CGO_CXXFLAGS := -O3 -march=$(MARCH) $(ARCH_FLAGS)
+
+BIN        := bin/edgellm
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS    := -X github.com/edgellm/edgellm/host.Version=$(VERSION)
+SHARED     ?= $(abspath ../shared)
+TEST_FLAGS ?= -timeout 20m
+
+.PHONY: all build test bench soak demo policies check env fuzz clean deps
+
+all: build
+
+# Fetch Go modules (the first build then compiles llama.cpp: 2-3 minutes on 2 cores).
+deps:
+	$(GO) mod download
+
+build: deps
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/edgellm
+
+# Reference policies compiled to WebAssembly (GOOS=wasip1).
+policies:
+	@if [ -f policies/Makefile ]; then $(MAKE) -C policies GO=$(GO); fi
+
+test: build policies
+	$(GO) vet ./...
+	EDGELLM_SHARED=$(SHARED) $(GO) test $(TEST_FLAGS) ./...
+
+bench: build policies
+	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+soak: build policies
+	EDGELLM_SHARED=$(SHARED) EDGELLM_SOAK=1 $(GO) test -run 'Soak' -timeout 120m ./...
+
+# The main job on the default model: $$EDGELLM_MODEL, else ../shared/models/stories260K.gguf,
+# else a small synthetic model made on the fly (labelled as such).
+demo: build
+	./$(BIN) run -n 64
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Print the cgo environment, for running go commands by hand:  eval "$$(make -s env)"
+env:
+	@echo export CGO_ENABLED=\"$(CGO_ENABLED)\"
+	@echo export CGO_CPPFLAGS=\"$(CGO_CPPFLAGS)\"
+	@echo export CGO_CFLAGS=\"$(CGO_CFLAGS)\"
+	@echo export CGO_CXXFLAGS=\"$(CGO_CXXFLAGS)\"
+	@echo export EDGELLM_SHARED=\"$(SHARED)\"
+
+clean:
+	rm -rf bin

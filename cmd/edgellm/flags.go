@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+)
+
+// Flags shared by several commands. A key means the same thing, with the same
+// type and default, in every command that has it (TestSharedFlagsAgree).
+
+func addModelFlag(fs *pflag.FlagSet) {
+	fs.StringP("model", "m", "", "model GGUF file (default: $EDGELLM_MODEL, ../shared/models/stories260K.gguf, else a small synthetic model)")
+}
+
+func addThreadsFlag(fs *pflag.FlagSet) {
+	fs.IntP("threads", "t", 0, "CPU threads (0 = all cores)")
+}
+
+func addCtxFlag(fs *pflag.FlagSet) {
+	fs.Int("ctx", 2048, "context length in tokens (capped by the model's training context)")
+}
+
+func addKVTypeFlag(fs *pflag.FlagSet) {
+	fs.String("kv-type", "f16", "KV cache type: f16, q8_0 or q4_0")
+}
+
+func addEngineFlag(fs *pflag.FlagSet) {
+	fs.String("engine", "auto", "engine: auto (native for llama models, else llamacpp), native or llamacpp")
+}
+
+func addJSONFlag(fs *pflag.FlagSet) {
+	fs.Bool("json", false, "print JSON on stdout")
+}
+
+func addSeedFlag(fs *pflag.FlagSet) {
+	fs.Int64("seed", 42, "sampling seed")
+}
