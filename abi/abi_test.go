@@ -1,0 +1,308 @@
+package abi
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+)
+
+func fullSensors() Sensors {
+	s := Sensors{
+		Present: PresentMemAvailable | PresentThermalStatus | PresentCurrent | PresentLayerLatency,
+		Step:    123456789012, TimeNS: -42,
+		MemAvailableMB: 812, MemThresholdMB: 256, MemTotalMB: 7680, LowMemory: true,
+		TrimLevel: TrimRunningCritical, ThermalStatus: ThermalSevere, Charging: true,
+		PSISomeAvg10: 12.5, PSIFullAvg10: 3.25, CgroupLimitMB: 2048, CgroupUsageMB: 1999,
+		RSSMB: 640, PSSMB: 600, TempC: 41.5, BatteryPct: 77, TokPerSec: 18.5,
+		TokPerSecSmoothed: 17.25, AcceptRate: 0.81, CtxLen: 1024, TiersAvailable: 3,
+		LayerCount: 32, CurTier: 1, CurSpecK: 4, CurWindow: 2048, CurAnchors: 4, CurKVType: KVQ8_0,
+	}
+	for i := range s.LayerLatencyUS {
+		s.LayerLatencyUS[i] = float32(i) * 1.5
+		s.CurLayerBits[i] = uint8(4 + i%5)
+	}
+	return s
+}
+
+func fullDecision() Decision {
+	d := Decision{Tier: 2, SpecK: 6, Window: 256, Anchors: 4, Threads: 2, CadenceSteps: 8, KVType: KVQ4_0}
+	d.SetReason(ReasonThermal, "thermal severe: tier 1→2")
+	for i := range d.LayerBits {
+		d.LayerBits[i] = uint8(i % 9)
+		d.LayerWindowScale[i] = 1 / float32(i+1)
+	}
+	return d
+}
+
+func TestSensorsRoundTrip(t *testing.T) {
+	nan := Sensors{Present: PresentTemp, TempC: float32(math.NaN())}
+	neg := Sensors{MemAvailableMB: -1, CtxLen: math.MinInt32, Step: math.MaxUint64, TimeNS: math.MinInt64}
+	for _, tc := range []struct {
+		name string
+		in   Sensors
+	}{
+		{"zero", Sensors{}},
+		{"full", fullSensors()},
+		{"nan", nan},
+		{"extremes", neg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := make([]byte, SensorsSize)
+			if err := EncodeSensors(buf, &tc.in); err != nil {
+				t.Fatal(err)
+			}
+			var out Sensors
+			out.CtxLen = 99 // must be overwritten
+			if err := DecodeSensors(buf, &out); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "nan" {
+				if !math.IsNaN(float64(out.TempC)) {
+					t.Fatalf("TempC = %v, want NaN", out.TempC)
+				}
+				out.TempC, tc.in.TempC = 0, 0
+			}
+			if !reflect.DeepEqual(out, tc.in) {
+				t.Fatalf("round trip differs:\n got %+v\nwant %+v", out, tc.in)
+			}
+		})
+	}
+}
+
+func TestDecisionRoundTrip(t *testing.T) {
+	long := Decision{}
+	long.SetReason(ReasonPolicy+7, "ééééééééééééééééééééééééééééééééééééé") // 74 bytes
+	for _, tc := range []struct {
+		name string
+		in   Decision
+	}{
+		{"zero", Decision{}},
+		{"full", fullDecision()},
+		{"long reason", long},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := make([]byte, DecisionSize+10)
+			if err := EncodeDecision(buf, &tc.in); err != nil {
+				t.Fatal(err)
+			}
+			var out Decision
+			out.Tier = 99
+			if err := DecodeDecision(buf, &out); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(out, tc.in) {
+				t.Fatalf("round trip differs:\n got %+v\nwant %+v", out, tc.in)
+			}
+		})
+	}
+}
+
+func TestSetReason(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"short", "ok", "ok"},
+		{"exact", "012345678901234567890123456789012345678901234567", "012345678901234567890123456789012345678901234567"},
+		{"ascii cut", "0123456789012345678901234567890123456789012345678_tail", "012345678901234567890123456789012345678901234567"},
+		{"rune cut", "0123456789012345678901234567890123456789012345é", "0123456789012345678901234567890123456789012345é"},
+		{"rune cut mid", "01234567890123456789012345678901234567890123456é", "01234567890123456789012345678901234567890123456"},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var d Decision
+			d.SetReason(ReasonFixed, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx") // stale bytes must go
+			d.SetReason(ReasonMemoryPressure, tc.text)
+			if got := d.Reason(); got != tc.want {
+				t.Errorf("Reason() = %q, want %q", got, tc.want)
+			}
+			var db Decision
+			db.SetReason(ReasonFixed, "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy")
+			db.SetReasonBytes(ReasonMemoryPressure, []byte(tc.text))
+			if db != d {
+				t.Errorf("SetReasonBytes differs from SetReason: %q vs %q", db.Reason(), d.Reason())
+			}
+			if d.ReasonCode != ReasonMemoryPressure {
+				t.Errorf("code = %d", d.ReasonCode)
+			}
+			for i := int(d.ReasonLen); i < ReasonTextSize; i++ {
+				if d.ReasonText[i] != 0 {
+					t.Fatalf("byte %d not cleared", i)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := make([]byte, SensorsSize)
+	s := fullSensors()
+	if err := EncodeSensors(good, &s); err != nil {
+		t.Fatal(err)
+	}
+	patch := func(off int, v ...byte) []byte {
+		b := append([]byte(nil), good...)
+		copy(b[off:], v)
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		buf  []byte
+		want ErrorKind
+	}{
+		{"empty", nil, ErrShortBuffer},
+		{"header only", good[:HeaderSize], ErrShortBuffer},
+		{"truncated", good[:SensorsSize-1], ErrShortBuffer},
+		{"major 2", patch(0, 2, 0), ErrMajorVersion},
+		{"major 0", patch(0, 0, 0), ErrMajorVersion},
+		{"size below base", patch(4, 0xff, 2, 0, 0), ErrBadSize},
+		{"size huge", patch(4, 0, 0, 0, 1), ErrBadSize},
+		{"size beyond buffer", patch(4, 0x10, 3, 0, 0), ErrShortBuffer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out Sensors
+			err := DecodeSensors(tc.buf, &out)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Struct != "Sensors" || e.Error() == "" {
+				t.Fatalf("err = %#v, want *Error for Sensors", err)
+			}
+			// The same header problems on a Decision.
+			var d Decision
+			db := make([]byte, DecisionSize)
+			copy(db, tc.buf[:min(len(tc.buf), HeaderSize)])
+			if len(tc.buf) >= HeaderSize && tc.want == ErrMajorVersion {
+				if err := DecodeDecision(db, &d); !errors.Is(err, tc.want) {
+					t.Fatalf("Decision err = %v, want %v", err, tc.want)
+				}
+			}
+		})
+	}
+	db := make([]byte, DecisionSize)
+	dd := fullDecision()
+	_ = EncodeDecision(db, &dd)
+	le.PutUint32(db[4:], DecisionSize-1)
+	if err := DecodeDecision(db, &dd); !errors.Is(err, ErrBadSize) {
+		t.Errorf("Decision size below base: %v", err)
+	}
+	if err := EncodeSensors(make([]byte, SensorsSize-1), &s); !errors.Is(err, ErrShortBuffer) {
+		t.Errorf("EncodeSensors short: %v", err)
+	}
+	d := fullDecision()
+	if err := EncodeDecision(make([]byte, DecisionSize-1), &d); !errors.Is(err, ErrShortBuffer) {
+		t.Errorf("EncodeDecision short: %v", err)
+	}
+}
+
+// TestNewerMinor: a newer writer (minor 1, a longer struct) is read up to
+// what this package knows.
+func TestNewerMinor(t *testing.T) {
+	s := fullSensors()
+	buf := make([]byte, SensorsSize+64)
+	if err := EncodeSensors(buf, &s); err != nil {
+		t.Fatal(err)
+	}
+	buf[2] = 1                            // minor 1
+	le.PutUint32(buf[4:], SensorsSize+64) // appended fields
+	for i := SensorsSize; i < len(buf); i++ {
+		buf[i] = 0xEE
+	}
+	var out Sensors
+	if err := DecodeSensors(buf, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, s) {
+		t.Fatal("newer-minor decode differs")
+	}
+	h, err := ReadHeader(buf)
+	if err != nil || h.Version != (Version{1, 1}) || h.Size != SensorsSize+64 {
+		t.Fatalf("ReadHeader = %+v, %v", h, err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.0" {
+		t.Fatalf("Current = %v", Current())
+	}
+	for _, tc := range []struct {
+		v        Version
+		sSize    int
+		dSize    int
+		wantKind ErrorKind
+	}{
+		{Version{1, 0}, SensorsSize, DecisionSize, ""},
+		{Version{1, 1}, 0, 0, ErrMinorVersion},
+		{Version{2, 0}, 0, 0, ErrMajorVersion},
+		{Version{0, 9}, 0, 0, ErrMajorVersion},
+	} {
+		ss, err1 := SensorsSizeFor(tc.v)
+		ds, err2 := DecisionSizeFor(tc.v)
+		if tc.wantKind == "" {
+			if err1 != nil || err2 != nil || ss != tc.sSize || ds != tc.dSize {
+				t.Errorf("%v: %d %d %v %v", tc.v, ss, ds, err1, err2)
+			}
+			if !tc.v.Compatible() {
+				t.Errorf("%v not compatible", tc.v)
+			}
+			continue
+		}
+		if !errors.Is(err1, tc.wantKind) || !errors.Is(err2, tc.wantKind) {
+			t.Errorf("%v: errs %v %v, want %v", tc.v, err1, err2, tc.wantKind)
+		}
+	}
+}
+
+func TestEnums(t *testing.T) {
+	for k := KVUnknown; k <= KVQ4_0+1; k++ {
+		if k.String() != "" && ParseKVType(k.String()) != k {
+			t.Errorf("KV %d: %q does not round-trip", k, k.String())
+		}
+	}
+	if ParseKVType("q4_0") != KVQ4_0 || ParseKVType("bogus") != KVUnknown || KVUnknown.String() != "" {
+		t.Error("ParseKVType")
+	}
+	if ThermalShutdown.String() != "shutdown" || ThermalStatus(7).String() != "invalid" {
+		t.Error("ThermalStatus.String")
+	}
+	if StatusPanic.String() != "guest panic" || Status(77).String() != "unknown status" {
+		t.Error("Status.String")
+	}
+}
+
+// TestNoAlloc: encoders and decoders do not allocate (they run on the
+// guest's hot path and in the host's decode loop).
+func TestNoAlloc(t *testing.T) {
+	s, d := fullSensors(), fullDecision()
+	sb, db := make([]byte, SensorsSize), make([]byte, DecisionSize)
+	var s2 Sensors
+	var d2 Decision
+	n := testing.AllocsPerRun(1000, func() {
+		_ = EncodeSensors(sb, &s)
+		_ = DecodeSensors(sb, &s2)
+		_ = EncodeDecision(db, &d)
+		_ = DecodeDecision(db, &d2)
+		d2.SetReason(ReasonSpeculation, "k 4→6")
+		d2.SetReasonBytes(ReasonSpeculation, sb[:60])
+		_ = d2.ReasonBytes()
+		_ = s2.Has(PresentCurrent)
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per run, want 0", n)
+	}
+}
+
+func BenchmarkEncodeDecode(b *testing.B) {
+	s, d := fullSensors(), fullDecision()
+	sb, db := make([]byte, SensorsSize), make([]byte, DecisionSize)
+	var s2 Sensors
+	var d2 Decision
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = EncodeSensors(sb, &s)
+		_ = DecodeSensors(sb, &s2)
+		_ = EncodeDecision(db, &d)
+		_ = DecodeDecision(db, &d2)
+	}
+}

@@ -1,0 +1,159 @@
+package abi
+
+import "unicode/utf8"
+
+// Decision is what a policy asks the host to do. The host pre-fills it with the
+// engine's current state before every call, so a policy changes only the
+// fields it cares about; the host validates and clamps the result to what the
+// engine can do.
+type Decision struct {
+	// Tier is the tier index; 0 is the highest precision, higher indexes are
+	// lower precision (less memory, faster).
+	Tier int32 `json:"tier"`
+	// SpecK is the number of tokens to speculate per step (0 = off).
+	SpecK int32 `json:"spec_k"`
+	// Window is the KV window in tokens (0 = full context).
+	Window int32 `json:"window"`
+	// Anchors is the number of anchor (sink) tokens kept at the window start.
+	Anchors int32 `json:"anchors"`
+	// Threads is the decode thread count (0 = host default).
+	Threads int32 `json:"threads"`
+	// CadenceSteps asks the host to call the policy again after this many
+	// decode steps (0 or 1 = every step).
+	CadenceSteps int32 `json:"cadence_steps"`
+	// KVType is the KV cache type (KVUnknown = leave as is).
+	KVType KVType `json:"kv_type"`
+	// ReasonCode says why the decision changed (ReasonNone if it did not).
+	ReasonCode Reason `json:"reason_code"`
+	// ReasonLen is the number of valid bytes in ReasonText.
+	ReasonLen uint8 `json:"-"`
+	// ReasonText is a short UTF-8 explanation; use SetReason and Reason.
+	ReasonText [ReasonTextSize]byte `json:"-"`
+	// LayerBits is the per-layer weight precision in bits (0 = leave as is).
+	LayerBits [MaxLayers]uint8 `json:"layer_bits"`
+	// LayerWindowScale scales Window per layer, in (0, 1] (0 = leave as is).
+	LayerWindowScale [MaxLayers]float32 `json:"layer_window_scale"`
+}
+
+// SetReason sets the reason code and text. The text is truncated to
+// ReasonTextSize bytes at a UTF-8 boundary. It does not allocate.
+func (d *Decision) SetReason(code Reason, text string) {
+	n := len(text)
+	if n > ReasonTextSize {
+		n = ReasonTextSize
+		// Back off to the start of a rune so the text stays valid UTF-8.
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+	}
+	d.ReasonCode = code
+	d.ReasonLen = uint8(copy(d.ReasonText[:], text[:n]))
+	clear(d.ReasonText[n:])
+}
+
+// SetReasonBytes is SetReason for a text built in a byte buffer (a guest
+// formats reasons without fmt and without allocating).
+func (d *Decision) SetReasonBytes(code Reason, text []byte) {
+	n := len(text)
+	if n > ReasonTextSize {
+		n = ReasonTextSize
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+	}
+	d.ReasonCode = code
+	d.ReasonLen = uint8(copy(d.ReasonText[:], text[:n]))
+	clear(d.ReasonText[n:])
+}
+
+// Reason returns the reason text (allocates one string; use ReasonBytes to
+// avoid that).
+func (d *Decision) Reason() string { return string(d.ReasonBytes()) }
+
+// ReasonBytes returns the reason text as a slice of d.ReasonText (no copy).
+func (d *Decision) ReasonBytes() []byte {
+	return d.ReasonText[:min(int(d.ReasonLen), ReasonTextSize)]
+}
+
+// Byte offsets of the Decision fields (ABI 1.0); see layout.go.
+const (
+	offDMajor       = 0
+	offDMinor       = 2
+	offDSize        = 4
+	offDTier        = 8
+	offDSpecK       = 12
+	offDWindow      = 16
+	offDAnchors     = 20
+	offDThreads     = 24
+	offDCadence     = 28
+	offDKVType      = 32
+	offDReasonLen   = 33
+	offDReasonCode  = 34
+	offDReasonText  = 36  // [48]u8
+	offDReserved    = 84  // 12 bytes, zero
+	offDLayerBits   = 96  // [128]u8
+	offDWindowScale = 224 // [128]f32
+	// end = 736 = DecisionSize
+)
+
+// EncodeDecision writes d into dst[:DecisionSize] with this package's version
+// and size in the header. It fails only if dst is shorter than DecisionSize.
+func EncodeDecision(dst []byte, d *Decision) error {
+	if len(dst) < DecisionSize {
+		return &Error{Kind: ErrShortBuffer, Struct: "Decision", Got: len(dst), Want: DecisionSize}
+	}
+	b := dst[:DecisionSize]
+	putHeader(b, DecisionSize)
+	le.PutUint32(b[offDTier:], uint32(d.Tier))
+	le.PutUint32(b[offDSpecK:], uint32(d.SpecK))
+	le.PutUint32(b[offDWindow:], uint32(d.Window))
+	le.PutUint32(b[offDAnchors:], uint32(d.Anchors))
+	le.PutUint32(b[offDThreads:], uint32(d.Threads))
+	le.PutUint32(b[offDCadence:], uint32(d.CadenceSteps))
+	b[offDKVType] = uint8(d.KVType)
+	n := min(d.ReasonLen, ReasonTextSize)
+	b[offDReasonLen] = n
+	le.PutUint16(b[offDReasonCode:], uint16(d.ReasonCode))
+	text := b[offDReasonText : offDReasonText+ReasonTextSize]
+	copy(text, d.ReasonText[:n])
+	clear(text[n:])
+	clear(b[offDReserved:offDLayerBits])
+	copy(b[offDLayerBits:offDLayerBits+MaxLayers], d.LayerBits[:])
+	sc := b[offDWindowScale : offDWindowScale+4*MaxLayers]
+	for i := range d.LayerWindowScale {
+		putF32(sc[4*i:], d.LayerWindowScale[i])
+	}
+	return nil
+}
+
+// DecodeDecision reads an encoded Decision from src into d. Fields inside the
+// size in the header are overwritten; fields beyond it (an older writer) keep
+// d's values, so a host that pre-filled d keeps its own state for fields the
+// guest does not know. Bytes beyond what this package knows are ignored.
+// Reason text bytes past ReasonLen are zeroed. It fails on a short buffer,
+// another major, or a size below DecisionSize (the 1.0 size).
+func DecodeDecision(src []byte, d *Decision) error {
+	n, err := checkHeader(src, "Decision", DecisionSize, DecisionSize)
+	if err != nil {
+		return err
+	}
+	b := src[:n]
+	d.Tier = int32(le.Uint32(b[offDTier:]))
+	d.SpecK = int32(le.Uint32(b[offDSpecK:]))
+	d.Window = int32(le.Uint32(b[offDWindow:]))
+	d.Anchors = int32(le.Uint32(b[offDAnchors:]))
+	d.Threads = int32(le.Uint32(b[offDThreads:]))
+	d.CadenceSteps = int32(le.Uint32(b[offDCadence:]))
+	d.KVType = KVType(b[offDKVType])
+	rl := min(b[offDReasonLen], ReasonTextSize)
+	d.ReasonLen = rl
+	d.ReasonCode = Reason(le.Uint16(b[offDReasonCode:]))
+	copy(d.ReasonText[:rl], b[offDReasonText:offDReasonText+int(rl)])
+	clear(d.ReasonText[rl:])
+	copy(d.LayerBits[:], b[offDLayerBits:offDLayerBits+MaxLayers])
+	sc := b[offDWindowScale : offDWindowScale+4*MaxLayers]
+	for i := range d.LayerWindowScale {
+		d.LayerWindowScale[i] = getF32(sc[4*i:])
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package abi
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+var le = binary.LittleEndian
+
+// Presence is the bitmask in Sensors.Present saying which readings the host
+// filled. A reading whose bit is clear is unspecified (hosts write zero);
+// policies must check the bit before using it. Step and TimeNS are always
+// present and have no bit.
+type Presence uint64
+
+// Presence bits. Bits 22–63 are free for later minors.
+const (
+	PresentMemAvailable      Presence = 1 << 0
+	PresentMemThreshold      Presence = 1 << 1
+	PresentMemTotal          Presence = 1 << 2
+	PresentLowMemory         Presence = 1 << 3
+	PresentTrimLevel         Presence = 1 << 4
+	PresentPSISome           Presence = 1 << 5
+	PresentPSIFull           Presence = 1 << 6
+	PresentCgroupLimit       Presence = 1 << 7
+	PresentCgroupUsage       Presence = 1 << 8
+	PresentRSS               Presence = 1 << 9
+	PresentPSS               Presence = 1 << 10
+	PresentThermalStatus     Presence = 1 << 11
+	PresentTemp              Presence = 1 << 12
+	PresentBattery           Presence = 1 << 13
+	PresentCharging          Presence = 1 << 14
+	PresentTokPerSec         Presence = 1 << 15
+	PresentTokPerSecSmoothed Presence = 1 << 16
+	PresentAcceptRate        Presence = 1 << 17
+	PresentCtxLen            Presence = 1 << 18
+	PresentLayerLatency      Presence = 1 << 19 // LayerCount and LayerLatencyUS
+	PresentTiers             Presence = 1 << 20 // TiersAvailable
+	PresentCurrent           Presence = 1 << 21 // the Cur* fields (current engine state)
+)
+
+// Sensors is what the host tells a policy at each call: device readings,
+// engine telemetry and the engine's current adaptive state. The JSON names are
+// those of sensor traces (host/trace); traces carry t_ms, which the trace
+// reader converts to TimeNS.
+type Sensors struct {
+	// Present says which readings below are valid.
+	Present Presence `json:"-"`
+	// Step is the decode step index (0-based, counts tokens decoded).
+	Step uint64 `json:"step"`
+	// TimeNS is monotonic time in nanoseconds since an arbitrary origin
+	// (traces: t_ms × 1e6).
+	TimeNS int64 `json:"t_ns"`
+
+	// MemAvailableMB is available memory (MemInfo.availMem or /proc/meminfo
+	// MemAvailable), MiB.
+	MemAvailableMB int32 `json:"mem_available_mb"`
+	// MemThresholdMB is the low-memory threshold (MemInfo.threshold), MiB.
+	MemThresholdMB int32 `json:"mem_threshold_mb"`
+	// MemTotalMB is total memory (MemInfo.totalMem / MemTotal), MiB.
+	MemTotalMB int32 `json:"mem_total_mb"`
+	// LowMemory is MemInfo.lowMemory: the system considers itself low on memory.
+	LowMemory bool `json:"low_memory"`
+	// TrimLevel is the last onTrimMemory level (TrimNone if none).
+	TrimLevel TrimLevel `json:"trim_level"`
+	// ThermalStatus is PowerManager's thermal status, 0–6.
+	ThermalStatus ThermalStatus `json:"thermal_status"`
+	// Charging is true while the device is plugged in.
+	Charging bool `json:"charging"`
+	// PSISomeAvg10 is memory PSI "some" avg10, percent (0–100).
+	PSISomeAvg10 float32 `json:"psi_some_avg10"`
+	// PSIFullAvg10 is memory PSI "full" avg10, percent (0–100).
+	PSIFullAvg10 float32 `json:"psi_full_avg10"`
+	// CgroupLimitMB is the memory cgroup limit, MiB (bit clear: no limit).
+	CgroupLimitMB int32 `json:"cgroup_limit_mb"`
+	// CgroupUsageMB is the memory cgroup usage, MiB.
+	CgroupUsageMB int32 `json:"cgroup_usage_mb"`
+	// RSSMB is the process resident set size, MiB.
+	RSSMB int32 `json:"rss_mb"`
+	// PSSMB is the process proportional set size (smaps_rollup Pss), MiB.
+	PSSMB int32 `json:"pss_mb"`
+	// TempC is the device (skin or SoC) temperature, °C.
+	TempC float32 `json:"temp_c"`
+	// BatteryPct is the battery level, percent (0–100).
+	BatteryPct float32 `json:"battery_pct"`
+	// TokPerSec is the throughput of the last step, tokens/s.
+	TokPerSec float32 `json:"tok_per_sec"`
+	// TokPerSecSmoothed is the smoothed (EMA) throughput, tokens/s.
+	TokPerSecSmoothed float32 `json:"tok_per_sec_smoothed"`
+	// AcceptRate is the smoothed speculative acceptance rate, 0–1.
+	AcceptRate float32 `json:"accept_rate"`
+	// CtxLen is the number of tokens in the context (KV positions in use).
+	CtxLen int32 `json:"ctx_len"`
+	// TiersAvailable is the number of tiers the engine can switch between;
+	// tier 0 is the highest precision.
+	TiersAvailable int32 `json:"tiers_available"`
+	// LayerCount is the number of model layers (LayerLatencyUS and
+	// CurLayerBits are valid for [0, min(LayerCount, MaxLayers))).
+	LayerCount int32 `json:"layer_count"`
+
+	// CurTier is the current tier index.
+	CurTier int32 `json:"cur_tier"`
+	// CurSpecK is the current speculation length (0 = off).
+	CurSpecK int32 `json:"cur_spec_k"`
+	// CurWindow is the current KV window in tokens (0 = full context).
+	CurWindow int32 `json:"cur_window"`
+	// CurAnchors is the current number of anchor (sink) tokens.
+	CurAnchors int32 `json:"cur_anchors"`
+	// CurKVType is the current KV cache type.
+	CurKVType KVType `json:"cur_kv_type"`
+
+	// LayerLatencyUS is the per-layer decode latency of the last step, µs.
+	LayerLatencyUS [MaxLayers]float32 `json:"layer_latency_us"`
+	// CurLayerBits is the current per-layer weight precision, bits.
+	CurLayerBits [MaxLayers]uint8 `json:"cur_layer_bits"`
+}
+
+// Has reports whether all readings in p are present.
+func (s *Sensors) Has(p Presence) bool { return s.Present&p == p }
+
+// Byte offsets of the Sensors fields (ABI 1.0). layout.go lists them for
+// ABI.md; layout_test.go checks both against the encoder.
+const (
+	offSMajor          = 0
+	offSMinor          = 2
+	offSSize           = 4
+	offSPresent        = 8
+	offSStep           = 16
+	offSTimeNS         = 24
+	offSMemAvailable   = 32
+	offSMemThreshold   = 36
+	offSMemTotal       = 40
+	offSLowMemory      = 44
+	offSTrimLevel      = 45
+	offSThermalStatus  = 46
+	offSCharging       = 47
+	offSPSISome        = 48
+	offSPSIFull        = 52
+	offSCgroupLimit    = 56
+	offSCgroupUsage    = 60
+	offSRSS            = 64
+	offSPSS            = 68
+	offSTempC          = 72
+	offSBatteryPct     = 76
+	offSTokPerSec      = 80
+	offSTokPerSecSmoot = 84
+	offSAcceptRate     = 88
+	offSCtxLen         = 92
+	offSTiers          = 96
+	offSLayerCount     = 100
+	offSCurTier        = 104
+	offSCurSpecK       = 108
+	offSCurWindow      = 112
+	offSCurAnchors     = 116
+	offSCurKVType      = 120
+	offSReserved       = 121 // 7 bytes, zero
+	offSLayerLatency   = 128 // [128]f32
+	offSCurLayerBits   = 640 // [128]u8
+	// end = 768 = SensorsSize
+)
+
+// EncodeSensors writes s into dst[:SensorsSize] with this package's version
+// and size in the header. It fails only if dst is shorter than SensorsSize.
+func EncodeSensors(dst []byte, s *Sensors) error {
+	if len(dst) < SensorsSize {
+		return &Error{Kind: ErrShortBuffer, Struct: "Sensors", Got: len(dst), Want: SensorsSize}
+	}
+	b := dst[:SensorsSize]
+	putHeader(b, SensorsSize)
+	le.PutUint64(b[offSPresent:], uint64(s.Present))
+	le.PutUint64(b[offSStep:], s.Step)
+	le.PutUint64(b[offSTimeNS:], uint64(s.TimeNS))
+	le.PutUint32(b[offSMemAvailable:], uint32(s.MemAvailableMB))
+	le.PutUint32(b[offSMemThreshold:], uint32(s.MemThresholdMB))
+	le.PutUint32(b[offSMemTotal:], uint32(s.MemTotalMB))
+	b[offSLowMemory] = b2u(s.LowMemory)
+	b[offSTrimLevel] = uint8(s.TrimLevel)
+	b[offSThermalStatus] = uint8(s.ThermalStatus)
+	b[offSCharging] = b2u(s.Charging)
+	putF32(b[offSPSISome:], s.PSISomeAvg10)
+	putF32(b[offSPSIFull:], s.PSIFullAvg10)
+	le.PutUint32(b[offSCgroupLimit:], uint32(s.CgroupLimitMB))
+	le.PutUint32(b[offSCgroupUsage:], uint32(s.CgroupUsageMB))
+	le.PutUint32(b[offSRSS:], uint32(s.RSSMB))
+	le.PutUint32(b[offSPSS:], uint32(s.PSSMB))
+	putF32(b[offSTempC:], s.TempC)
+	putF32(b[offSBatteryPct:], s.BatteryPct)
+	putF32(b[offSTokPerSec:], s.TokPerSec)
+	putF32(b[offSTokPerSecSmoot:], s.TokPerSecSmoothed)
+	putF32(b[offSAcceptRate:], s.AcceptRate)
+	le.PutUint32(b[offSCtxLen:], uint32(s.CtxLen))
+	le.PutUint32(b[offSTiers:], uint32(s.TiersAvailable))
+	le.PutUint32(b[offSLayerCount:], uint32(s.LayerCount))
+	le.PutUint32(b[offSCurTier:], uint32(s.CurTier))
+	le.PutUint32(b[offSCurSpecK:], uint32(s.CurSpecK))
+	le.PutUint32(b[offSCurWindow:], uint32(s.CurWindow))
+	le.PutUint32(b[offSCurAnchors:], uint32(s.CurAnchors))
+	b[offSCurKVType] = uint8(s.CurKVType)
+	clear(b[offSReserved:offSLayerLatency])
+	lat := b[offSLayerLatency : offSLayerLatency+4*MaxLayers]
+	for i := range s.LayerLatencyUS {
+		putF32(lat[4*i:], s.LayerLatencyUS[i])
+	}
+	copy(b[offSCurLayerBits:offSCurLayerBits+MaxLayers], s.CurLayerBits[:])
+	return nil
+}
+
+// DecodeSensors reads an encoded Sensors from src into s, overwriting every
+// field. It accepts any minor of major 1: fields beyond the size in the header
+// (an older writer) are zeroed and their presence bits cleared; bytes beyond
+// what this package knows (a newer writer) are ignored. It fails on a short
+// buffer, another major, or a size below SensorsSize (the 1.0 size).
+func DecodeSensors(src []byte, s *Sensors) error {
+	n, err := checkHeader(src, "Sensors", SensorsSize, SensorsSize)
+	if err != nil {
+		return err
+	}
+	b := src[:n]
+	s.Present = Presence(le.Uint64(b[offSPresent:]))
+	s.Step = le.Uint64(b[offSStep:])
+	s.TimeNS = int64(le.Uint64(b[offSTimeNS:]))
+	s.MemAvailableMB = int32(le.Uint32(b[offSMemAvailable:]))
+	s.MemThresholdMB = int32(le.Uint32(b[offSMemThreshold:]))
+	s.MemTotalMB = int32(le.Uint32(b[offSMemTotal:]))
+	s.LowMemory = b[offSLowMemory] != 0
+	s.TrimLevel = TrimLevel(b[offSTrimLevel])
+	s.ThermalStatus = ThermalStatus(b[offSThermalStatus])
+	s.Charging = b[offSCharging] != 0
+	s.PSISomeAvg10 = getF32(b[offSPSISome:])
+	s.PSIFullAvg10 = getF32(b[offSPSIFull:])
+	s.CgroupLimitMB = int32(le.Uint32(b[offSCgroupLimit:]))
+	s.CgroupUsageMB = int32(le.Uint32(b[offSCgroupUsage:]))
+	s.RSSMB = int32(le.Uint32(b[offSRSS:]))
+	s.PSSMB = int32(le.Uint32(b[offSPSS:]))
+	s.TempC = getF32(b[offSTempC:])
+	s.BatteryPct = getF32(b[offSBatteryPct:])
+	s.TokPerSec = getF32(b[offSTokPerSec:])
+	s.TokPerSecSmoothed = getF32(b[offSTokPerSecSmoot:])
+	s.AcceptRate = getF32(b[offSAcceptRate:])
+	s.CtxLen = int32(le.Uint32(b[offSCtxLen:]))
+	s.TiersAvailable = int32(le.Uint32(b[offSTiers:]))
+	s.LayerCount = int32(le.Uint32(b[offSLayerCount:]))
+	s.CurTier = int32(le.Uint32(b[offSCurTier:]))
+	s.CurSpecK = int32(le.Uint32(b[offSCurSpecK:]))
+	s.CurWindow = int32(le.Uint32(b[offSCurWindow:]))
+	s.CurAnchors = int32(le.Uint32(b[offSCurAnchors:]))
+	s.CurKVType = KVType(b[offSCurKVType])
+	lat := b[offSLayerLatency : offSLayerLatency+4*MaxLayers]
+	for i := range s.LayerLatencyUS {
+		s.LayerLatencyUS[i] = getF32(lat[4*i:])
+	}
+	copy(s.CurLayerBits[:], b[offSCurLayerBits:offSCurLayerBits+MaxLayers])
+	// Minor 0 is the base: every field above is inside n. Fields added by
+	// later minors are zeroed here when n is below their end.
+	return nil
+}
+
+func b2u(v bool) uint8 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func putF32(b []byte, v float32) { le.PutUint32(b, math.Float32bits(v)) }
+func getF32(b []byte) float32    { return math.Float32frombits(le.Uint32(b)) }

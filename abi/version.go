@@ -1,0 +1,123 @@
+package abi
+
+import "strconv"
+
+// The ABI version this package implements. A host refuses a guest whose major
+// differs; minors only append fields (see ABI.md, "Versioning").
+const (
+	VersionMajor = 1
+	VersionMinor = 0
+)
+
+// Version is an ABI version as exported by a guest and carried in every
+// struct header.
+type Version struct {
+	Major uint16
+	Minor uint16
+}
+
+// Current is the version this package implements.
+func Current() Version { return Version{Major: VersionMajor, Minor: VersionMinor} }
+
+// String formats v as "major.minor".
+func (v Version) String() string {
+	return strconv.Itoa(int(v.Major)) + "." + strconv.Itoa(int(v.Minor))
+}
+
+// Compatible reports whether a peer speaking v can exchange structs with this
+// package: same major, any minor.
+func (v Version) Compatible() bool { return v.Major == VersionMajor }
+
+// Encoded sizes in bytes of the structs of this package's version (1.0),
+// including the 8-byte header. A peer of another minor may send a different
+// size; see SensorsSizeFor and DecisionSizeFor.
+const (
+	SensorsSize  = 768
+	DecisionSize = 736
+)
+
+// HeaderSize is the size of the header that starts both structs:
+// u16 major, u16 minor, u32 size.
+const HeaderSize = 8
+
+// MaxLayers is the number of per-layer slots in both structs. Layers beyond
+// MaxLayers cannot be addressed individually in ABI 1.
+const MaxLayers = 128
+
+// ReasonTextSize is the capacity of Decision.ReasonText in bytes.
+const ReasonTextSize = 48
+
+// SensorsSizeFor returns the encoded Sensors size that a peer of version v
+// reads and writes, or an *Error if v has another major or is a minor newer
+// than this package (whose size this package cannot know; such a peer still
+// accepts the SensorsSize prefix, see ABI.md).
+func SensorsSizeFor(v Version) (int, error) {
+	if v.Major != VersionMajor {
+		return 0, &Error{Kind: ErrMajorVersion, Struct: "Sensors", Got: int(v.Major), Want: VersionMajor}
+	}
+	switch v.Minor {
+	case 0:
+		return SensorsSize, nil
+	}
+	return 0, &Error{Kind: ErrMinorVersion, Struct: "Sensors", Got: int(v.Minor), Want: VersionMinor}
+}
+
+// DecisionSizeFor is SensorsSizeFor for the Decision struct.
+func DecisionSizeFor(v Version) (int, error) {
+	if v.Major != VersionMajor {
+		return 0, &Error{Kind: ErrMajorVersion, Struct: "Decision", Got: int(v.Major), Want: VersionMajor}
+	}
+	switch v.Minor {
+	case 0:
+		return DecisionSize, nil
+	}
+	return 0, &Error{Kind: ErrMinorVersion, Struct: "Decision", Got: int(v.Minor), Want: VersionMinor}
+}
+
+// Header is the 8-byte prefix of an encoded Sensors or Decision.
+type Header struct {
+	Version Version
+	// Size is the number of bytes of the struct as its writer encoded it,
+	// header included.
+	Size uint32
+}
+
+// ReadHeader reads the header at the start of src without validating it
+// against this package's version. It fails only when src is shorter than
+// HeaderSize.
+func ReadHeader(src []byte) (Header, error) {
+	if len(src) < HeaderSize {
+		return Header{}, &Error{Kind: ErrShortBuffer, Struct: "header", Got: len(src), Want: HeaderSize}
+	}
+	return Header{
+		Version: Version{Major: le.Uint16(src[0:]), Minor: le.Uint16(src[2:])},
+		Size:    le.Uint32(src[4:]),
+	}, nil
+}
+
+// checkHeader validates the header of an encoded struct whose base (minor 0)
+// size is base and returns the number of bytes this package should read:
+// min(header size, known).
+func checkHeader(src []byte, name string, base, known int) (int, error) {
+	h, err := ReadHeader(src)
+	if err != nil {
+		err.(*Error).Struct = name
+		return 0, err
+	}
+	if h.Version.Major != VersionMajor {
+		return 0, &Error{Kind: ErrMajorVersion, Struct: name, Got: int(h.Version.Major), Want: VersionMajor}
+	}
+	if h.Size < uint32(base) || h.Size > 1<<20 {
+		return 0, &Error{Kind: ErrBadSize, Struct: name, Got: int(h.Size), Want: base}
+	}
+	if int(h.Size) > len(src) {
+		return 0, &Error{Kind: ErrShortBuffer, Struct: name, Got: len(src), Want: int(h.Size)}
+	}
+	return min(int(h.Size), known), nil
+}
+
+func putHeader(dst []byte, size int) {
+	le.PutUint16(dst[0:], VersionMajor)
+	le.PutUint16(dst[2:], VersionMinor)
+	le.PutUint32(dst[4:], uint32(size))
+}

@@ -1,0 +1,109 @@
+package policytest
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
+)
+
+// Build compiles the policy package in dir (package main with sdk.Register)
+// to a .wasm in a temporary directory and returns its path; args are extra
+// `go build` flags. It always rebuilds, so a test never runs a stale module
+// (Go's build cache keeps it fast).
+func Build(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	p, err := wasmbuild.Build(dir, t.TempDir(), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wasmDeadline is generous: these tests check decisions, not latency, and the
+// shared CI machines are noisy. The host's default is 2 ms.
+const wasmDeadline = 2 * time.Second
+
+// RunWasm runs the cases against the module at wasmPath through the real
+// host runtime (host/policy), one fresh Runtime per case.
+func RunWasm(t *testing.T, wasmPath string, cases []Case) {
+	t.Helper()
+	ctx := context.Background()
+	run(t, cases, func(t *testing.T, c *Case) decider {
+		lim := limitsFor(c)
+		lw := &tlog{t: t}
+		cfg := policy.NewConfig().WithInsecure(true).WithLimits(lim).
+			WithDeadline(wasmDeadline).WithInitTimeout(30 * time.Second).
+			WithLogger(slog.New(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		rt, err := policy.NewRuntime(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = rt.Close(ctx)
+			lw.close()
+		})
+		if err := rt.LoadFile(ctx, wasmPath); err != nil {
+			t.Fatal(err)
+		}
+		return func(t *testing.T, s *abi.Sensors, d *abi.Decision) {
+			res, err := rt.Decide(ctx, s, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != policy.OutcomeOK {
+				t.Fatalf("step %d: outcome %v (status %v, %s, %v)", s.Step, res.Outcome, res.Status, res.Detail, res.Err)
+			}
+			if res.Clamps != 0 && !c.AllowClamps {
+				t.Fatalf("step %d: decision clamped by the host (%v): %+v", s.Step, res.Clamps, *d)
+			}
+		}
+	})
+}
+
+// limitsFor derives engine limits from the case: its Limits if set, else
+// Base's tiers and layers, every K up to policy.MaxSpecK, a 4096-token
+// window, every KV type, and enough threads for Start.
+func limitsFor(c *Case) policy.Limits {
+	if c.Limits != nil {
+		return *c.Limits
+	}
+	l := policy.DefaultLimits()
+	l.NTiers = max(1, int(c.Base.TiersAvailable))
+	if c.Base.LayerCount > 0 {
+		l.NLayers = min(int(c.Base.LayerCount), abi.MaxLayers)
+	}
+	l.MaxWindow = 4096
+	l.MaxThreads = max(runtime.NumCPU(), int(c.Start.Threads), 1)
+	return l
+}
+
+// tlog sends the runtime's log lines (written from its own goroutine) to the
+// test log until the case ends.
+type tlog struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *tlog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *tlog) close() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
