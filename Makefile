@@ -23,7 +23,7 @@ export CGO_CXXFLAGS := -O3 -march=$(MARCH) $(ARCH_FLAGS)
 
 BIN        := bin/edgellm
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS    := -X github.com/edgellm/edgellm/host.Version=$(VERSION)
+LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION)
 SHARED     ?= $(abspath ../shared)
 TEST_FLAGS ?= -timeout 20m
 

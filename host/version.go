@@ -1,5 +1,6 @@
 package host
 
-// Version is the edgellm version, set at link time by the Makefile
-// (-X github.com/edgellm/edgellm/host.Version=...).
-var Version = "dev"
+import "github.com/edgellm/edgellm/internal/buildinfo"
+
+// Version returns the edgellm version (set at link time by the Makefile).
+func Version() string { return buildinfo.Version }

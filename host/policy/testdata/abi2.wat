@@ -1,0 +1,8 @@
+;; Wrong ABI: major 2.
+(module
+  (memory (export "memory") 1)
+  (func (export "edgellm_abi_version_major") (result i32) i32.const 2)
+  (func (export "edgellm_abi_version_minor") (result i32) i32.const 0)
+  (func (export "in_ptr") (result i32) i32.const 1024)
+  (func (export "out_ptr") (result i32) i32.const 4096)
+  (func (export "decide") (result i32) i32.const 0))

@@ -1,0 +1,11 @@
+;; Hostile: NaN window scale and a negative tier: invalid, not clampable.
+(module
+  (memory (export "memory") 1)
+  (func (export "edgellm_abi_version_major") (result i32) i32.const 1)
+  (func (export "edgellm_abi_version_minor") (result i32) i32.const 0)
+  (func (export "in_ptr") (result i32) i32.const 1024)
+  (func (export "out_ptr") (result i32) i32.const 4096)
+  (func (export "decide") (result i32)
+    (i32.store (i32.const 4104) (i32.const -5))
+    (f32.store (i32.const 4324) (f32.const nan))
+    i32.const 0))

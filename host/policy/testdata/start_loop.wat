@@ -1,0 +1,10 @@
+;; Hostile: a start function that never returns.
+(module
+  (memory (export "memory") 1)
+  (func (export "edgellm_abi_version_major") (result i32) i32.const 1)
+  (func (export "edgellm_abi_version_minor") (result i32) i32.const 0)
+  (func (export "in_ptr") (result i32) i32.const 1024)
+  (func (export "out_ptr") (result i32) i32.const 4096)
+  (func $forever (loop $l (br $l)))
+  (start $forever)
+  (func (export "decide") (result i32) i32.const 0))
