@@ -1,0 +1,5 @@
+//go:build !race
+
+package sensors
+
+const raceEnabled = false

@@ -1,0 +1,75 @@
+package sensors
+
+import (
+	"time"
+
+	"github.com/edgellm/edgellm/abi"
+)
+
+// DefaultInterval is the Sampler's default sampling interval: sensors change
+// on the scale of seconds, decode steps take milliseconds.
+const DefaultInterval = 200 * time.Millisecond
+
+// sensorBits are the presence bits a Sampler owns (device readings); engine
+// telemetry bits (tok/s, acceptance, context, layers, tiers) are left alone.
+const sensorBits = abi.PresentMemAvailable | abi.PresentMemThreshold | abi.PresentMemTotal |
+	abi.PresentLowMemory | abi.PresentTrimLevel | abi.PresentPSISome | abi.PresentPSIFull |
+	abi.PresentCgroupLimit | abi.PresentCgroupUsage | abi.PresentRSS | abi.PresentPSS |
+	abi.PresentThermalStatus | abi.PresentTemp | abi.PresentBattery | abi.PresentCharging
+
+// Sampler reads the sensors at most once per Interval for a decode loop that
+// asks every step: between readings it returns the cached snapshot after a
+// single monotonic-clock comparison.
+//
+// A Sampler is not safe for concurrent use: it belongs to the decode loop.
+// Its Platform may be pushed to from any goroutine.
+type Sampler struct {
+	// Interval is the minimum time between two readings (≤ 0: every call).
+	Interval time.Duration
+
+	reader   *Reader
+	platform *Platform
+	snap     Snapshot
+	last     time.Time // when the sensors were last read
+	read     bool
+	reads    uint64
+}
+
+// NewSampler samples r, overlaid with the readings pushed to p (p may be nil),
+// every interval. The Sampler does not own r: close r after the last use.
+func NewSampler(r *Reader, p *Platform, interval time.Duration) *Sampler {
+	return &Sampler{Interval: interval, reader: r, platform: p}
+}
+
+// Snapshot returns the current snapshot, reading the sensors first when the
+// interval has passed. The pointer stays valid, and its content may change
+// on the next call; copy the value to keep it.
+func (s *Sampler) Snapshot() *Snapshot {
+	s.refresh(time.Now())
+	return &s.snap
+}
+
+// Reads is the number of sensor readings taken so far.
+func (s *Sampler) Reads() uint64 { return s.reads }
+
+func (s *Sampler) refresh(now time.Time) {
+	if s.read && now.Sub(s.last) < s.Interval { // monotonic clock comparison
+		return
+	}
+	s.reader.Read(&s.snap)
+	s.read = true
+	s.reads++
+	s.last = now
+}
+
+// Fill writes the device readings into dst: the sensor presence bits are
+// cleared, the (possibly cached) file readings filled, then the fresh pushed
+// readings overlaid. Engine telemetry fields and bits are not touched. It
+// does not allocate.
+func (s *Sampler) Fill(dst *abi.Sensors) {
+	now := time.Now()
+	s.refresh(now)
+	dst.Present &^= sensorBits
+	s.snap.Fill(dst)
+	s.platform.Apply(dst, now)
+}
