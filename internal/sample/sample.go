@@ -1,0 +1,251 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Params configures a Sampler. The zero value is greedy decoding.
+type Params struct {
+	// Temp is the softmax temperature; ≤ 0 selects greedy (argmax).
+	Temp float32
+	// TopK keeps the K most likely tokens; 0 disables.
+	TopK int
+	// TopP keeps the smallest set of tokens whose probability sums to ≥ TopP; 1 disables.
+	TopP float32
+	// MinP drops tokens less likely than MinP × the top token's probability; 0 disables.
+	MinP float32
+	// RepeatPenalty divides positive (multiplies negative) logits of tokens seen
+	// in the last RepeatLastN tokens; 1 disables.
+	RepeatPenalty float32
+	RepeatLastN   int
+	// Seed seeds the random draw.
+	Seed uint64
+}
+
+// DefaultParams are llama.cpp's defaults.
+func DefaultParams() Params {
+	return Params{Temp: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64, Seed: 42}
+}
+
+// Validate reports the first parameter out of range.
+func (p Params) Validate() error {
+	switch {
+	case math.IsNaN(float64(p.Temp)) || p.Temp > 100:
+		return fmt.Errorf("temperature %v out of range [0, 100]", p.Temp)
+	case p.TopK < 0:
+		return fmt.Errorf("top-k %d is negative", p.TopK)
+	case !(p.TopP > 0 && p.TopP <= 1):
+		return fmt.Errorf("top-p %v out of range (0, 1]", p.TopP)
+	case !(p.MinP >= 0 && p.MinP < 1):
+		return fmt.Errorf("min-p %v out of range [0, 1)", p.MinP)
+	case !(p.RepeatPenalty > 0):
+		return fmt.Errorf("repeat penalty %v must be > 0", p.RepeatPenalty)
+	case p.RepeatLastN < 0:
+		return fmt.Errorf("repeat-last-n %d is negative", p.RepeatLastN)
+	}
+	return nil
+}
+
+// Greedy reports whether the parameters select argmax.
+func (p Params) Greedy() bool { return p.Temp <= 0 }
+
+// ErrEmptyLogits is returned for a zero-length logits slice.
+var ErrEmptyLogits = errors.New("sample: empty logits")
+
+// Sampler draws tokens. Create it with New.
+type Sampler struct {
+	p   Params
+	rng *rand.Rand
+
+	cand    candidates // scratch: (token, logit) pairs
+	history []int32    // ring of the last RepeatLastN accepted tokens
+	hpos    int
+	hlen    int
+}
+
+// New returns a Sampler for a vocabulary of nVocab tokens.
+func New(p Params, nVocab int) (*Sampler, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if nVocab <= 0 {
+		return nil, fmt.Errorf("sample: vocabulary size %d", nVocab)
+	}
+	s := &Sampler{
+		p:       p,
+		rng:     rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
+		cand:    candidates{tok: make([]int32, nVocab), val: make([]float32, nVocab)},
+		history: make([]int32, p.RepeatLastN),
+	}
+	return s, nil
+}
+
+// Params returns the sampler's parameters.
+func (s *Sampler) Params() Params { return s.p }
+
+// Accept records a token that was emitted, for the repetition penalty.
+func (s *Sampler) Accept(tok int32) {
+	if len(s.history) == 0 {
+		return
+	}
+	s.history[s.hpos] = tok
+	s.hpos = (s.hpos + 1) % len(s.history)
+	if s.hlen < len(s.history) {
+		s.hlen++
+	}
+}
+
+// Reset forgets the history (not the random state).
+func (s *Sampler) Reset() { s.hpos, s.hlen = 0, 0 }
+
+// Sample returns the next token for logits (len n_vocab). logits is not modified.
+func (s *Sampler) Sample(logits []float32) (int32, error) {
+	n := len(logits)
+	if n == 0 {
+		return 0, ErrEmptyLogits
+	}
+	if n > len(s.cand.tok) {
+		return 0, fmt.Errorf("sample: %d logits for a vocabulary of %d", n, len(s.cand.tok))
+	}
+	c := &s.cand
+	c.n = n
+	copy(c.val, logits)
+	for i := 0; i < n; i++ {
+		c.tok[i] = int32(i)
+	}
+	// 1. repetition penalty (as llama.cpp: divide positive logits, multiply negative).
+	if s.p.RepeatPenalty != 1 {
+		for i := 0; i < s.hlen; i++ {
+			t := s.history[i]
+			if int(t) < n && c.val[t] == logits[t] { // not yet penalised: once per token, as llama.cpp
+				if c.val[t] > 0 {
+					c.val[t] /= s.p.RepeatPenalty
+				} else {
+					c.val[t] *= s.p.RepeatPenalty
+				}
+			}
+		}
+	}
+	// 2. greedy: argmax (lowest id wins ties, deterministic).
+	if s.p.Greedy() {
+		best := 0
+		for i := 1; i < n; i++ {
+			if c.val[i] > c.val[best] {
+				best = i
+			}
+		}
+		return int32(best), nil
+	}
+	// 3. top-k: keep the k largest, sorted descending.
+	k := n
+	if s.p.TopK > 0 && s.p.TopK < n {
+		k = s.p.TopK
+	}
+	c.selectTop(k)
+	c.n = k
+	// 4. softmax (with temperature) over the survivors; top-p and min-p on it.
+	inv := 1 / s.p.Temp
+	maxv := c.val[0]
+	var sum float64
+	for i := 0; i < c.n; i++ {
+		e := math.Exp(float64((c.val[i] - maxv) * inv))
+		c.val[i] = float32(e)
+		sum += e
+	}
+	for i := 0; i < c.n; i++ {
+		c.val[i] = float32(float64(c.val[i]) / sum)
+	}
+	if s.p.TopP < 1 {
+		var cum float32
+		for i := 0; i < c.n; i++ {
+			cum += c.val[i]
+			if cum >= s.p.TopP {
+				c.n = i + 1
+				break
+			}
+		}
+	}
+	if s.p.MinP > 0 {
+		limit := c.val[0] * s.p.MinP
+		for i := 1; i < c.n; i++ {
+			if c.val[i] < limit {
+				c.n = i
+				break
+			}
+		}
+	}
+	// 5. draw from the renormalised distribution.
+	var total float32
+	for i := 0; i < c.n; i++ {
+		total += c.val[i]
+	}
+	r := s.rng.Float32() * total
+	for i := 0; i < c.n; i++ {
+		r -= c.val[i]
+		if r < 0 {
+			return c.tok[i], nil
+		}
+	}
+	return c.tok[c.n-1], nil
+}
+
+// candidates is a (token, value) list sortable by value, descending.
+type candidates struct {
+	tok []int32
+	val []float32
+	n   int
+}
+
+func (c *candidates) Len() int { return c.n }
+func (c *candidates) Less(i, j int) bool {
+	return c.val[i] > c.val[j] || (c.val[i] == c.val[j] && c.tok[i] < c.tok[j])
+}
+func (c *candidates) Swap(i, j int) {
+	c.tok[i], c.tok[j] = c.tok[j], c.tok[i]
+	c.val[i], c.val[j] = c.val[j], c.val[i]
+}
+
+// selectTop moves the k best candidates to the front, sorted best first.
+// It keeps a min-heap of the best k seen (O(n log k)), then sorts it.
+func (c *candidates) selectTop(k int) {
+	if k >= c.n {
+		sort.Sort(c)
+		return
+	}
+	// heap over [0, k): the root is the worst of the best k.
+	worse := func(i, j int) bool { return c.Less(j, i) }
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= k {
+				return
+			}
+			m := l
+			if r := l + 1; r < k && worse(r, l) {
+				m = r
+			}
+			if !worse(m, i) {
+				return
+			}
+			c.Swap(i, m)
+			i = m
+		}
+	}
+	for i := k/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for i := k; i < c.n; i++ {
+		if c.Less(i, 0) {
+			c.Swap(i, 0)
+			down(0)
+		}
+	}
+	n := c.n
+	c.n = k
+	sort.Sort(c)
+	c.n = n
+}
