@@ -1,0 +1,314 @@
+package kernels
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// KVType is the element type of the KV cache (type_k / type_v).
+type KVType string
+
+// KV cache types.
+const (
+	KVF16  KVType = "f16"
+	KVF32  KVType = "f32"
+	KVQ8_0 KVType = "q8_0" // INT8, group 32: 8.5 bits per value
+	KVQ4_0 KVType = "q4_0" // INT4, group 32: 4.5 bits per value
+)
+
+// ggml returns the ggml_type and its block size (elements per block).
+func (t KVType) ggml() (C.enum_ggml_type, int, bool) {
+	switch t {
+	case KVF16, "":
+		return C.GGML_TYPE_F16, 1, true
+	case KVF32:
+		return C.GGML_TYPE_F32, 1, true
+	case KVQ8_0:
+		return C.GGML_TYPE_Q8_0, 32, true
+	case KVQ4_0:
+		return C.GGML_TYPE_Q4_0, 32, true
+	}
+	return 0, 0, false
+}
+
+// FlashAttn selects flash attention (flash_attn_type).
+type FlashAttn int
+
+// Flash attention modes. The zero value lets llama.cpp decide.
+const (
+	FlashAttnAuto FlashAttn = iota
+	FlashAttnOn
+	FlashAttnOff
+)
+
+// DefaultNCtx is the context length used when ContextParams.NCtx is 0 and the
+// model was trained with a longer one.
+const DefaultNCtx = 4096
+
+// ContextParams configures NewContext. Zero values pick the defaults noted.
+type ContextParams struct {
+	// NCtx is the KV cache size in tokens (all sequences together unless
+	// KVUnified is false and NSeqMax > 1, where each gets NCtx/NSeqMax).
+	// 0 = min(DefaultNCtx, the model's NCtxTrain). Above NCtxTrain is an error.
+	// llama.cpp rounds it up to a multiple of 256; Context.NCtx is the result.
+	NCtx int
+	// NBatch is the most tokens one Decode may take. 0 = 512; capped at NCtx.
+	NBatch int
+	// NUBatch is the physical batch size. 0 = NBatch; capped at NBatch.
+	NUBatch int
+	// NSeqMax is the number of distinct sequences. 0 = 1.
+	NSeqMax int
+	// Threads for single-token decode; 0 = runtime.NumCPU().
+	Threads int
+	// ThreadsBatch for prompt batches; 0 = Threads.
+	ThreadsBatch int
+	// TypeK and TypeV are the KV cache element types; "" = f16. Quantized
+	// types need the head size to be a multiple of 32, and a quantized V
+	// needs flash attention (FlashAttnAuto or FlashAttnOn).
+	TypeK, TypeV KVType
+	// FlashAttn selects flash attention; the zero value is FlashAttnAuto.
+	FlashAttn FlashAttn
+	// KVUnified shares one KV buffer across sequences (kv_unified).
+	KVUnified bool
+	// NoPerf turns off the performance counters read by Perf.
+	NoPerf bool
+}
+
+// Context is a llama.cpp inference context (llama_context): KV cache, compute
+// buffers and the logits of the last Decode. Create it with NewContext and
+// release it with Close; the Context must be closed before its Model. A
+// Context is not safe for concurrent use, except Interrupt.
+type Context struct {
+	ptr   *C.struct_llama_context
+	mem   C.llama_memory_t
+	m     *Model
+	abort *C.int // C memory: the flag edgellm_abort_cb polls
+
+	nCtx, nCtxSeq, nBatch, nUBatch, nSeqMax, nVocab int
+	typeK, typeV                                    KVType
+
+	// Outputs of the last successful Decode: out[i] says whether batch index
+	// i has logits, for i < outN. Allocated once (len nBatch).
+	outN int
+	out  []bool
+}
+
+// NewContext creates a context on m. Parameters are validated first; errors
+// wrap ErrClosed, ErrInvalidArg or ErrLoad (llama_init_from_model failed).
+func NewContext(m *Model, p ContextParams) (*Context, error) {
+	if m == nil {
+		return nil, fmt.Errorf("new context: %w", ErrClosed)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ptr == nil {
+		return nil, fmt.Errorf("new context: model %w", ErrClosed)
+	}
+	if m.params.VocabOnly {
+		return nil, fmt.Errorf("new context on %s: %w: the model was loaded vocab-only", m.path, ErrInvalidArg)
+	}
+	cp, err := m.contextParams(p)
+	if err != nil {
+		return nil, fmt.Errorf("new context on %s: %w", m.path, err)
+	}
+	abort := (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0)))))
+	cp.abort_callback = C.ggml_abort_callback(C.edgellm_abort_cb)
+	cp.abort_callback_data = unsafe.Pointer(abort)
+
+	clearCError()
+	ptr := C.llama_init_from_model(m.ptr, cp)
+	if ptr == nil {
+		C.free(unsafe.Pointer(abort))
+		return nil, &PathError{Op: "new context on", Path: m.path, Err: ErrLoad, Detail: lastCError()}
+	}
+	c := &Context{
+		ptr:     ptr,
+		mem:     C.llama_get_memory(ptr),
+		m:       m,
+		abort:   abort,
+		nCtx:    int(C.llama_n_ctx(ptr)),
+		nCtxSeq: int(C.llama_n_ctx_seq(ptr)),
+		nBatch:  int(C.llama_n_batch(ptr)),
+		nUBatch: int(C.llama_n_ubatch(ptr)),
+		nSeqMax: int(C.llama_n_seq_max(ptr)),
+		nVocab:  m.nVocab,
+		typeK:   orF16(p.TypeK),
+		typeV:   orF16(p.TypeV),
+	}
+	c.out = make([]bool, c.nBatch)
+	m.nCtx++
+	return c, nil
+}
+
+func orF16(t KVType) KVType {
+	if t == "" {
+		return KVF16
+	}
+	return t
+}
+
+// contextParams validates p against the model and fills llama_context_params.
+// m.mu is held.
+func (m *Model) contextParams(p ContextParams) (C.struct_llama_context_params, error) {
+	cp := C.llama_context_default_params()
+	if p.NCtx < 0 || p.NBatch < 0 || p.NUBatch < 0 || p.NSeqMax < 0 || p.Threads < 0 || p.ThreadsBatch < 0 {
+		return cp, fmt.Errorf("%w: negative size or thread count in %+v", ErrInvalidArg, p)
+	}
+	nCtx := p.NCtx
+	if nCtx == 0 {
+		nCtx = DefaultNCtx
+		if m.nCtxTr > 0 {
+			nCtx = min(nCtx, m.nCtxTr)
+		}
+	}
+	if m.nCtxTr > 0 && nCtx > m.nCtxTr {
+		return cp, fmt.Errorf("%w: n_ctx %d is above the model's training context %d", ErrInvalidArg, nCtx, m.nCtxTr)
+	}
+	nBatch := p.NBatch
+	if nBatch == 0 {
+		nBatch = 512
+	}
+	nBatch = min(nBatch, nCtx)
+	nUBatch := p.NUBatch
+	if nUBatch == 0 {
+		nUBatch = nBatch
+	}
+	nUBatch = min(nUBatch, nBatch)
+	nSeq := max(p.NSeqMax, 1)
+	if maxSeq := int(C.llama_max_parallel_sequences()); nSeq > maxSeq {
+		return cp, fmt.Errorf("%w: n_seq_max %d is above llama.cpp's limit %d", ErrInvalidArg, nSeq, maxSeq)
+	}
+	if !p.KVUnified && nCtx/nSeq == 0 {
+		return cp, fmt.Errorf("%w: n_ctx %d leaves no room for %d sequences", ErrInvalidArg, nCtx, nSeq)
+	}
+	threads := p.Threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	threadsBatch := p.ThreadsBatch
+	if threadsBatch == 0 {
+		threadsBatch = threads
+	}
+	tk, bk, ok := p.TypeK.ggml()
+	if !ok {
+		return cp, fmt.Errorf("%w: unknown K cache type %q (want f16, f32, q8_0 or q4_0)", ErrInvalidArg, p.TypeK)
+	}
+	tv, bv, ok := p.TypeV.ggml()
+	if !ok {
+		return cp, fmt.Errorf("%w: unknown V cache type %q (want f16, f32, q8_0 or q4_0)", ErrInvalidArg, p.TypeV)
+	}
+	// llama.cpp views the cache per head: a quantized block may not straddle heads.
+	if hk := m.headDimK(); bk > 1 && hk%bk != 0 {
+		return cp, fmt.Errorf("%w: K cache type %s needs a head size that is a multiple of %d; this model's is %d", ErrInvalidArg, p.TypeK, bk, hk)
+	}
+	if hv := m.headDimV(); bv > 1 && hv%bv != 0 {
+		return cp, fmt.Errorf("%w: V cache type %s needs a head size that is a multiple of %d; this model's is %d", ErrInvalidArg, p.TypeV, bv, hv)
+	}
+	if bv > 1 && p.FlashAttn == FlashAttnOff {
+		return cp, fmt.Errorf("%w: a quantized V cache (%s) needs flash attention", ErrInvalidArg, p.TypeV)
+	}
+	switch p.FlashAttn {
+	case FlashAttnAuto:
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_AUTO
+	case FlashAttnOn:
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_ENABLED
+	case FlashAttnOff:
+		cp.flash_attn_type = C.LLAMA_FLASH_ATTN_TYPE_DISABLED
+	default:
+		return cp, fmt.Errorf("%w: unknown flash attention mode %d", ErrInvalidArg, p.FlashAttn)
+	}
+	cp.n_ctx = C.uint32_t(nCtx)
+	cp.n_batch = C.uint32_t(nBatch)
+	cp.n_ubatch = C.uint32_t(nUBatch)
+	cp.n_seq_max = C.uint32_t(nSeq)
+	cp.n_threads = C.int32_t(threads)
+	cp.n_threads_batch = C.int32_t(threadsBatch)
+	cp.type_k = tk
+	cp.type_v = tv
+	cp.kv_unified = C.bool(p.KVUnified)
+	cp.no_perf = C.bool(p.NoPerf)
+	return cp, nil
+}
+
+// Close frees the context. A no-op on a closed or nil Context.
+func (c *Context) Close() error {
+	if c == nil || c.ptr == nil {
+		return nil
+	}
+	C.llama_free(c.ptr)
+	C.free(unsafe.Pointer(c.abort))
+	c.ptr, c.mem, c.abort = nil, nil, nil
+	c.outN = 0
+	c.m.mu.Lock()
+	c.m.nCtx--
+	c.m.mu.Unlock()
+	return nil
+}
+
+// Model is the model the context was created from.
+func (c *Context) Model() *Model { return c.m }
+
+// NCtx is the KV cache size in tokens (llama_n_ctx).
+func (c *Context) NCtx() int { return c.nCtx }
+
+// NCtxSeq is the KV capacity of one sequence (llama_n_ctx_seq): positions
+// must be below it.
+func (c *Context) NCtxSeq() int { return c.nCtxSeq }
+
+// NBatch is the most tokens one Decode may take.
+func (c *Context) NBatch() int { return c.nBatch }
+
+// NUBatch is the physical batch size.
+func (c *Context) NUBatch() int { return c.nUBatch }
+
+// NSeqMax is the number of sequences; sequence ids are [0, NSeqMax).
+func (c *Context) NSeqMax() int { return c.nSeqMax }
+
+// NVocab is the length of a logits row.
+func (c *Context) NVocab() int { return c.nVocab }
+
+// KVTypes are the K and V cache element types.
+func (c *Context) KVTypes() (k, v KVType) { return c.typeK, c.typeV }
+
+// Threads returns the thread counts for decode and for batches.
+func (c *Context) Threads() (threads, threadsBatch int) {
+	if c == nil || c.ptr == nil {
+		return 0, 0
+	}
+	return int(C.llama_n_threads(c.ptr)), int(C.llama_n_threads_batch(c.ptr))
+}
+
+// SetThreads changes the thread counts; 0 = runtime.NumCPU().
+func (c *Context) SetThreads(threads, threadsBatch int) error {
+	if c == nil || c.ptr == nil {
+		return ErrClosed
+	}
+	if threads < 0 || threadsBatch < 0 {
+		return fmt.Errorf("%w: negative thread count", ErrInvalidArg)
+	}
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	if threadsBatch == 0 {
+		threadsBatch = runtime.NumCPU()
+	}
+	C.llama_set_n_threads(c.ptr, C.int32_t(threads), C.int32_t(threadsBatch))
+	return nil
+}
+
+// Interrupt makes the Decode in progress (or the next one, if none is
+// running) stop between graph nodes and fail with ErrAborted. Safe to call
+// from another goroutine while Decode runs; Close must not race with it.
+func (c *Context) Interrupt() {
+	if c == nil || c.abort == nil {
+		return
+	}
+	C.edgellm_abort_set(c.abort, 1)
+}
