@@ -31,10 +31,18 @@ func init() {
 				sub := pflag.NewFlagSet(n, pflag.ContinueOnError)
 				c.Flags(sub)
 				sub.VisitAll(func(f *pflag.Flag) {
-					if !seen[f.Name] {
-						seen[f.Name] = true
-						fs.AddFlag(f)
+					if seen[f.Name] {
+						return
 					}
+					seen[f.Name] = true
+					if f.Shorthand != "" && fs.ShorthandLookup(f.Shorthand) != nil {
+						// Commands reuse short letters (-n, -o) for different
+						// keys; here every key is spelled out.
+						cp := *f
+						cp.Shorthand = ""
+						f = &cp
+					}
+					fs.AddFlag(f)
 				})
 			}
 		},

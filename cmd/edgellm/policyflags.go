@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/host/policy"
+	"github.com/spf13/pflag"
+)
+
+func addPolicyFlags(fs *pflag.FlagSet) {
+	fs.String("policy", "", "policy: a .wasm file, a bundle directory or a bundle .tar.gz ('' or 'none' = no policy)")
+	fs.String("policy-key", "", "ed25519 public key (PEM) that policy bundles must be signed with")
+	fs.Bool("policy-insecure", false, "accept unsigned policies (loose .wasm files): development only")
+	fs.String("sensors", "live", "sensor readings for the policy: live, or trace:FILE (a JSONL trace, SIMULATED)")
+	fs.Int64("trace-step-ms", 100, "with --sensors trace:FILE, trace milliseconds per decode step")
+	fs.Duration("sensor-interval", 100*time.Millisecond, "how often live sensors are re-read (not every token)")
+}
+
+type policyOptions struct {
+	Policy         string        `koanf:"policy"`
+	PolicyKey      string        `koanf:"policy-key"`
+	PolicyInsecure bool          `koanf:"policy-insecure"`
+	Sensors        string        `koanf:"sensors"`
+	TraceStepMs    int64         `koanf:"trace-step-ms"`
+	SensorInterval time.Duration `koanf:"sensor-interval"`
+}
+
+func (o policyOptions) enabled() bool { return o.Policy != "" && o.Policy != "none" }
+
+// newSensorSource builds the source named by --sensors.
+func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
+	switch {
+	case o.Sensors == "live":
+		if o.SensorInterval <= 0 {
+			return nil, nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
+		}
+		l, err := host.NewLiveSensors(o.SensorInterval, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, l, nil
+	case strings.HasPrefix(o.Sensors, "trace:"):
+		t, err := host.NewTraceSensors(strings.TrimPrefix(o.Sensors, "trace:"), o.TraceStepMs)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, nil, nil
+	}
+	return nil, nil, usagef("--sensors %q: want live or trace:FILE", o.Sensors)
+}
+
+// startPolicy loads the policy for a session and returns its adapter and a
+// cleanup function.
+func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session, nCtx, threads int, kv host.KVType) (*host.Adapter, func(), error) {
+	src, closer, err := newSensorSource(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := policy.NewConfig().WithLimits(host.PolicyLimits(eng, nCtx)).WithInsecure(o.PolicyInsecure)
+	if o.PolicyKey != "" {
+		pub, err := policy.ReadPublicKeyFile(o.PolicyKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--policy-key: %w", err)
+		}
+		cfg = cfg.WithTrustedKey(pub)
+	}
+	rt, err := policy.NewRuntime(c.Ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		rt.Close(context.Background())
+		if closer != nil {
+			closer.Close()
+		}
+	}
+	if err := rt.LoadFile(c.Ctx, o.Policy); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("--policy %s: %w", o.Policy, err)
+	}
+	c.Logf("policy: %s (%s); sensors: %s", o.Policy, rt.Module(), src.Describe())
+	return host.NewAdapter(rt, src, eng, sess, nCtx, threads, kv, c.Stderr), cleanup, nil
+}

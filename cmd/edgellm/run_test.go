@@ -1,0 +1,150 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgellm/edgellm/internal/sharedtest"
+)
+
+// The golden end-to-end test: stories260K, greedy from BOS, 64 tokens.
+func TestRunGolden(t *testing.T) {
+	model := sharedtest.Stories260K(t)
+	out, errs, code := runCLI(t, "run", "-m", model, "-n", "64", "--temp", "0", "--threads", "1", "--engine", "llamacpp")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	const want = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
+	if !strings.HasPrefix(out, want) {
+		t.Fatalf("stdout = %q\nwant prefix %q", out, want)
+	}
+	if !strings.Contains(errs, "decode: ") || !strings.Contains(errs, "tok/s") {
+		t.Fatalf("no throughput on stderr: %q", errs)
+	}
+}
+
+func TestRunSeedDeterministic(t *testing.T) {
+	model := sharedtest.Stories260K(t)
+	args := []string{"run", "-m", model, "-n", "40", "--temp", "0.9", "--seed", "7", "--threads", "1", "-p", "Once upon a time"}
+	a, _, c1 := runCLI(t, args...)
+	b, _, c2 := runCLI(t, args...)
+	if c1 != 0 || c2 != 0 || a != b {
+		t.Fatalf("same seed, different output:\n%q\n%q", a, b)
+	}
+	if !strings.HasPrefix(a, "Once upon a time") {
+		t.Fatalf("prompt not echoed: %q", a)
+	}
+}
+
+func TestRunTierSwap(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	tiers := strings.Join([]string{
+		filepath.Join(d, "stories260K-ff192-Q8_0.gguf"),
+		filepath.Join(d, "stories260K-ff192-Q5_0.gguf"),
+		filepath.Join(d, "stories260K-ff192-Q4_0.gguf"),
+	}, ",")
+	out, errs, code := runCLI(t, "run", "--tiers", tiers, "--swap-at", "10,30", "--swap-to", "2,1", "-n", "40", "--temp", "0", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Count(errs, "[swap ") != 2 || !strings.Contains(errs, "swap 0→2 at token 10") || !strings.Contains(errs, "swap 2→1 at token 30") {
+		t.Fatalf("swap lines missing: %s", errs)
+	}
+	for _, phase := range []string{"serialize", "unload", "load", "restore"} {
+		if !strings.Contains(errs, phase) {
+			t.Fatalf("no %s timing: %s", phase, errs)
+		}
+	}
+	if !strings.HasPrefix(out, "Once upon a time") {
+		t.Fatalf("output %q", out)
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notGGUF := filepath.Join(dir, "x.gguf")
+	os.WriteFile(notGGUF, []byte("definitely not a model file, just text"), 0o644)
+	truncated := filepath.Join(dir, "trunc.gguf")
+	full, _ := os.ReadFile(sharedtest.Stories260K(t))
+	os.WriteFile(truncated, full[:4096], 0o644)
+	model := sharedtest.Stories260K(t)
+	vocab := sharedtest.Path(t, "models/vocab/ggml-vocab-llama-spm.gguf")
+	q8 := sharedtest.Path(t, "models/derived/stories260K-ff192-Q8_0.gguf")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"missing model", []string{"-m", filepath.Join(dir, "none.gguf")}, 1, "none.gguf"},
+		{"not GGUF", []string{"-m", notGGUF}, 1, "x.gguf"},
+		{"truncated", []string{"-m", truncated}, 1, "trunc.gguf"},
+		{"vocab only", []string{"-m", vocab}, 1, "vocabulary-only"},
+		{"bad kv type", []string{"-m", model, "--kv-type", "q3"}, 2, "kv-type"},
+		{"ctx above training", []string{"-m", model, "--ctx", "100000"}, 2, "training context"},
+		{"prompt longer than context", []string{"-m", model, "--ctx", "16", "-p", strings.Repeat("Once upon a time ", 10)}, 2, "exceed --ctx"},
+		{"bad temperature", []string{"-m", model, "--temp", "-nan"}, 2, ""},
+		{"swap without tiers", []string{"-m", model, "--swap-at", "5", "--swap-to", "1"}, 2, "--tiers"},
+		{"swap-to out of range", []string{"--tiers", q8 + "," + q8, "--swap-at", "5", "--swap-to", "3"}, 2, "swap-to"},
+		{"unknown engine", []string{"-m", model, "--engine", "gpu"}, 1, "unknown engine"},
+		{"stray argument", []string{"-m", model, "hello"}, 2, "unexpected argument"},
+		{"unknown flag", []string{"--frobnicate"}, 2, "unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs, code := runCLI(t, append([]string{"run", "-n", "4", "--threads", "1"}, tt.args...)...)
+			if code != tt.code || !strings.Contains(errs, tt.want) {
+				t.Fatalf("exit %d (want %d), stderr %q (want %q)", code, tt.code, errs, tt.want)
+			}
+			if strings.Contains(errs, "panic") || strings.Contains(errs, "goroutine ") {
+				t.Fatalf("panic: %s", errs)
+			}
+		})
+	}
+}
+
+func TestRunWithPolicy(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
+	wasm := buildPolicy(t, "default")
+	out, errs, code := runCLI(t, "run", "--tiers", tiers, "--policy", wasm, "--policy-insecure",
+		"--sensors", "trace:../../testdata/traces/thermal_ramp.jsonl", "--trace-step-ms", "50",
+		"-n", "100", "--temp", "0", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "SIMULATED") {
+		t.Fatalf("trace sensors not labelled simulated: %s", errs)
+	}
+	if !strings.Contains(errs, "[policy step ") || !strings.Contains(errs, "tier 0→1") {
+		t.Fatalf("no tier change printed under the thermal ramp: %s", errs)
+	}
+	if !strings.HasPrefix(out, "Once upon a time") {
+		t.Fatalf("output %q", out)
+	}
+	// Unsigned policy without --policy-insecure is refused.
+	_, errs, code = runCLI(t, "run", "--tiers", tiers, "--policy", wasm, "-n", "4", "--threads", "1")
+	if code == 0 || !strings.Contains(errs, "--policy") {
+		t.Fatalf("unsigned policy accepted: exit %d %s", code, errs)
+	}
+	// Bad --sensors value.
+	_, errs, code = runCLI(t, "run", "--tiers", tiers, "--policy", wasm, "--policy-insecure", "--sensors", "thermometer", "-n", "4")
+	if code != 2 || !strings.Contains(errs, "--sensors") {
+		t.Fatalf("bad --sensors: exit %d %s", code, errs)
+	}
+}
+
+// buildPolicy compiles policies/NAME to WebAssembly in a temp dir.
+func buildPolicy(t *testing.T, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "../../policies/"+name)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build policy %s: %v\n%s", name, err, b)
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/edgellm/edgellm/internal/sample"
+)
+
+// SamplingParams configures token sampling: greedy when Temp ≤ 0, otherwise a
+// seeded draw after repetition penalty, top-k, top-p, min-p and temperature.
+type SamplingParams = sample.Params
+
+// DefaultSampling returns llama.cpp's default sampling parameters.
+func DefaultSampling() SamplingParams { return sample.DefaultParams() }
+
+// GenerateOptions configures Generate.
+type GenerateOptions struct {
+	// NPredict is the number of tokens to generate.
+	NPredict int
+	// Sampling selects the sampler.
+	Sampling SamplingParams
+	// StopAtEOG ends generation at an end-of-generation token (default true
+	// through NewGenerateOptions).
+	StopAtEOG bool
+	// BeforeStep, if set, runs before each decode step (step counts generated
+	// tokens so far). It may swap tiers or apply a policy decision; an error
+	// stops generation.
+	BeforeStep func(step int) error
+}
+
+// Stats are the timings of one Generate call. Decode throughput is steady
+// state: the first decode step is excluded.
+type Stats struct {
+	PromptTokens    int
+	GeneratedTokens int
+	Prefill         time.Duration
+	// Decode is the time of decode steps 2..n (steady state); DecodeTokens
+	// counts them.
+	Decode       time.Duration
+	DecodeTokens int
+	FirstToken   time.Duration // prefill + the first sample
+	StoppedAtEOG bool
+}
+
+// PrefillTPS is prompt tokens per second.
+func (s Stats) PrefillTPS() float64 { return tps(s.PromptTokens, s.Prefill) }
+
+// DecodeTPS is steady-state generated tokens per second.
+func (s Stats) DecodeTPS() float64 { return tps(s.DecodeTokens, s.Decode) }
+
+func tps(n int, d time.Duration) float64 {
+	if n == 0 || d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// ErrContextFull is returned when the prompt plus generated tokens would
+// exceed the session's context.
+var ErrContextFull = errors.New("context full")
+
+// Generate prefills prompt into s and generates up to opts.NPredict tokens,
+// calling emit for each. BeforeStep may change the session's engine state
+// between steps (a tier swap keeps the same Session value). Nothing is
+// allocated per token.
+func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, opts GenerateOptions, emit func(tok int32) error) (Stats, error) {
+	var st Stats
+	if len(prompt) == 0 {
+		return st, errors.New("empty prompt: nothing to condition on (start from BOS)")
+	}
+	if opts.NPredict < 0 {
+		return st, fmt.Errorf("negative token count %d", opts.NPredict)
+	}
+	smp, err := sample.New(opts.Sampling, vocab.NVocab())
+	if err != nil {
+		return st, err
+	}
+	logits := make([]float32, vocab.NVocab())
+	one := make([]int32, 1)
+	for _, t := range prompt {
+		smp.Accept(t)
+	}
+
+	// prefill
+	start := time.Now()
+	if err := sess.Decode(prompt, LogitsLast); err != nil {
+		return st, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
+	}
+	if err := sess.Logits(len(prompt)-1, logits); err != nil {
+		return st, err
+	}
+	st.PromptTokens = len(prompt)
+	st.Prefill = time.Since(start)
+
+	// decode
+	for i := 0; i < opts.NPredict; i++ {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		tok, err := smp.Sample(logits)
+		if err != nil {
+			return st, err
+		}
+		if i == 0 {
+			st.FirstToken = time.Since(start)
+		}
+		if opts.StopAtEOG && vocab.IsEOG(tok) {
+			st.StoppedAtEOG = true
+			break
+		}
+		smp.Accept(tok)
+		st.GeneratedTokens++
+		if err := emit(tok); err != nil {
+			return st, err
+		}
+		if i == opts.NPredict-1 {
+			break // the last token needs no forward pass
+		}
+		if opts.BeforeStep != nil {
+			if err := opts.BeforeStep(i + 1); err != nil {
+				return st, err
+			}
+		}
+		t0 := time.Now()
+		one[0] = tok
+		if err := sess.Decode(one, LogitsLast); err != nil {
+			return st, fmt.Errorf("decode at position %d: %w", sess.Len(), err)
+		}
+		if err := sess.Logits(0, logits); err != nil {
+			return st, err
+		}
+		if i == 0 {
+			continue // the first decode step is warm-up: not timed
+		}
+		st.Decode += time.Since(t0)
+		st.DecodeTokens++
+	}
+	return st, nil
+}

@@ -1,0 +1,90 @@
+package host
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/llamacpp"
+)
+
+// LoadOptions configures Load.
+type LoadOptions struct {
+	// Engine is "auto" (native for llama-architecture models, else llamacpp),
+	// "native" or "llamacpp". "" means auto.
+	Engine string
+	// Tiers, when set, is a tier ladder (GGUF files of one base model, high to
+	// low precision); the model path is ignored and tier StartTier is loaded.
+	Tiers     []string
+	StartTier int
+	// NoMmap reads weights into memory instead of mapping the file.
+	NoMmap bool
+	// NoRepack keeps llama.cpp from repacking weights (they stay mmap'd).
+	NoRepack bool
+	// Notices receives one-line notices (engine fallback); nil discards them.
+	Notices io.Writer
+}
+
+// nativeLoader is set by the native engine when it is linked in.
+var nativeLoader func(path string, opts LoadOptions) (Engine, error)
+
+// Load loads a model (or a tier ladder) on the chosen engine.
+func Load(path string, opts LoadOptions) (Engine, error) {
+	notices := opts.Notices
+	if notices == nil {
+		notices = io.Discard
+	}
+	kind := opts.Engine
+	if kind == "" {
+		kind = "auto"
+	}
+	switch kind {
+	case "auto", "native", "llamacpp":
+	default:
+		return nil, fmt.Errorf("unknown engine %q (want auto, native or llamacpp)", kind)
+	}
+	first := path
+	if len(opts.Tiers) > 0 {
+		if opts.StartTier < 0 || opts.StartTier >= len(opts.Tiers) {
+			return nil, fmt.Errorf("start tier %d: the ladder has tiers 0..%d", opts.StartTier, len(opts.Tiers)-1)
+		}
+		first = opts.Tiers[opts.StartTier]
+	}
+	// Read the header ourselves first: a clear error for missing, truncated or
+	// non-GGUF files before anything reaches C.
+	f, err := gguf.Open(first)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Tensors) == 0 {
+		return nil, fmt.Errorf("%s: a vocabulary-only file (no tensors), not a model", first)
+	}
+	if kind == "auto" || kind == "native" {
+		switch {
+		case nativeLoader == nil && kind == "native":
+			return nil, fmt.Errorf("the native engine is not available in this build")
+		case len(opts.Tiers) > 0 && kind == "native":
+			return nil, fmt.Errorf("tier ladders with KV migration run on the llamacpp engine; the native engine switches precision per layer instead")
+		case nativeLoader != nil && len(opts.Tiers) == 0 && f.Arch() == "llama":
+			return nativeLoader(first, opts)
+		case kind == "native":
+			return nil, fmt.Errorf("%s: architecture %q is not supported by the native engine", first, f.Arch())
+		case nativeLoader != nil && len(opts.Tiers) == 0:
+			fmt.Fprintf(notices, "edgellm: architecture %q is not supported by the native engine; using llamacpp\n", f.Arch())
+		}
+	}
+	lo := llamacpp.Options{NoMmap: opts.NoMmap, NoRepack: opts.NoRepack}
+	if len(opts.Tiers) > 0 {
+		return llamacpp.LoadLadder(opts.Tiers, opts.StartTier, lo)
+	}
+	return llamacpp.Load(first, lo)
+}
+
+// TierSwapper is implemented by sessions that can move to another tier of a
+// ladder, migrating their KV state (the llamacpp engine).
+type TierSwapper interface {
+	SwapTier(to int) (SwapTimings, error)
+}
+
+// SwapTimings are the phases of one tier swap: serialise, unload, load, restore.
+type SwapTimings = llamacpp.SwapTimings

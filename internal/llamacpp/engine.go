@@ -1,0 +1,131 @@
+package llamacpp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// Options configures Load.
+type Options struct {
+	// NoMmap reads the weights into anonymous memory instead of mapping them.
+	NoMmap bool
+	// NoRepack keeps llama.cpp from copying weights into repacked layouts
+	// (they then stay in the mmap'd page cache).
+	NoRepack bool
+}
+
+// Engine is a llama.cpp model. It implements engine.Engine.
+type Engine struct {
+	opts  Options
+	path  string
+	model *kernels.Model
+	vocab vocab
+	info  engine.ModelInfo
+
+	sessions int
+	tiers    *ladder // non-nil when loaded as a tier ladder
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Load loads the model at path.
+func Load(path string, opts Options) (*Engine, error) {
+	m, err := kernels.LoadModel(path, kernels.ModelParams{NoMmap: opts.NoMmap, NoRepack: opts.NoRepack})
+	if err != nil {
+		return nil, err
+	}
+	if m.VocabOnly() || m.NLayer() == 0 {
+		m.Close()
+		return nil, fmt.Errorf("%s: a vocabulary-only file, not a model", path)
+	}
+	e := &Engine{opts: opts, path: path}
+	e.setModel(m)
+	return e, nil
+}
+
+func (e *Engine) setModel(m *kernels.Model) {
+	e.model = m
+	e.vocab = vocab{v: m.Vocab()}
+	var size int64
+	if st, err := os.Stat(m.Path()); err == nil {
+		size = st.Size()
+	}
+	e.info = engine.ModelInfo{
+		Path:        m.Path(),
+		Arch:        m.Arch(),
+		Name:        m.Name(),
+		NVocab:      m.NVocab(),
+		NCtxTrain:   m.NCtxTrain(),
+		NEmbd:       m.NEmbd(),
+		NLayer:      m.NLayer(),
+		NHead:       m.NHead(),
+		NHeadKV:     m.NHeadKV(),
+		FileBytes:   size,
+		ParamCount:  m.NParams(),
+		FileType:    m.FileType().String(),
+		Description: m.Desc(),
+	}
+	if ff, ok := m.Meta(m.Arch() + ".feed_forward_length"); ok {
+		fmt.Sscan(ff, &e.info.NFF)
+	}
+}
+
+// Name returns "llamacpp".
+func (e *Engine) Name() string { return "llamacpp" }
+
+// Info describes the loaded model (the current tier's, for a ladder).
+func (e *Engine) Info() engine.ModelInfo { return e.info }
+
+// Vocab returns the model's tokenizer.
+func (e *Engine) Vocab() engine.Vocab { return &e.vocab }
+
+// Model returns the underlying kernels model (the current tier's).
+func (e *Engine) Model() *kernels.Model { return e.model }
+
+// Capabilities: llama.cpp can swap tiers (with KV migration) and use every KV type.
+func (e *Engine) Capabilities() engine.Capabilities {
+	return engine.Capabilities{
+		TierSwap: e.tiers != nil,
+		KVTypes:  []engine.KVType{engine.KVF16, engine.KVF32, engine.KVQ8_0, engine.KVQ4_0},
+	}
+}
+
+// Close frees the model. Every session must be closed first.
+func (e *Engine) Close() error {
+	if e.sessions > 0 {
+		return fmt.Errorf("llamacpp: Close with %d open sessions", e.sessions)
+	}
+	if e.model == nil {
+		return nil
+	}
+	err := e.model.Close()
+	e.model = nil
+	if e.tiers != nil {
+		err = errors.Join(err, e.tiers.close())
+	}
+	return err
+}
+
+// vocab adapts kernels.Vocab to engine.Vocab.
+type vocab struct{ v *kernels.Vocab }
+
+func (v *vocab) Tokenize(text string, addSpecial bool) ([]int32, error) {
+	return v.v.Tokenize(text, addSpecial, false)
+}
+
+func (v *vocab) Piece(dst []byte, tok int32) []byte {
+	out, err := v.v.Piece(dst, tok, false)
+	if err != nil {
+		return dst
+	}
+	return out
+}
+
+func (v *vocab) BOS() int32           { return v.v.BOS() }
+func (v *vocab) EOS() int32           { return v.v.EOS() }
+func (v *vocab) IsEOG(tok int32) bool { return v.v.IsEOG(tok) }
+func (v *vocab) NVocab() int          { return v.v.NVocab() }
