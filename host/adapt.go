@@ -50,7 +50,7 @@ func NewLiveSensors(interval time.Duration, platform *sensors.Platform) (*LiveSe
 }
 
 func (l *LiveSensors) Fill(_ int, _ time.Duration, dst *abi.Sensors) { l.Sampler.Fill(dst) }
-func (l *LiveSensors) Describe() string                            { return "live (this machine's /proc and /sys)" }
+func (l *LiveSensors) Describe() string                              { return "live (this machine's /proc and /sys)" }
 
 // Close releases the sensor files.
 func (l *LiveSensors) Close() error { return l.reader.Close() }

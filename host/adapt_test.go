@@ -23,7 +23,6 @@ func buildPolicyWasm(tb testing.TB, name string) string {
 	return out
 }
 
-
 // overheadRun generates n greedy tokens, with the default policy at the
 // default cadence when withPolicy, and returns decode time and policy time.
 func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *LiveSensors, n int) (decode, inPolicy time.Duration) {
