@@ -172,3 +172,20 @@ func (s *Session) SetThreads(n int) error {
 	s.cfg.Threads = n // kept across tier swaps
 	return nil
 }
+
+// KVBytesPerToken is the size of one token's K and V over all layers in the
+// session's KV type, as llama.cpp stores them (ggml row sizes).
+func (s *Session) KVBytesPerToken() int64 {
+	m := s.e.model
+	if m == nil {
+		return 0
+	}
+	info := s.e.info
+	headDim := info.NEmbd / max(info.NHead, 1)
+	row := int64(info.NHeadKV * headDim) // elements per token per layer, K or V
+	bytes, err := kernels.RowBytes(kernels.KVType(kvType(s.cfg.KVType)), row)
+	if err != nil {
+		return 0
+	}
+	return 2 * int64(info.NLayer) * bytes
+}

@@ -237,7 +237,6 @@ func (s *Session) SwapTier(to int) (SwapTimings, error) {
 	}
 
 	// 3. load the new tier; 4. restore into a fresh context.
-	t0 = time.Now()
 	loadErr := s.reopen(l.paths[to], l.state.Bytes()[:n], &t)
 	if loadErr == nil {
 		l.cur = to
@@ -247,7 +246,6 @@ func (s *Session) SwapTier(to int) (SwapTimings, error) {
 	if err := s.reopen(l.paths[t.From], l.state.Bytes()[:n], nil); err != nil {
 		return t, fmt.Errorf("tier swap to %d failed (%v) and restoring tier %d failed too: %w", to, loadErr, t.From, err)
 	}
-	_ = t0
 	return t, fmt.Errorf("tier swap to %d failed, stayed on tier %d: %w", to, t.From, loadErr)
 }
 

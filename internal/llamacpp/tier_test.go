@@ -318,3 +318,24 @@ func TestSwapErrors(t *testing.T) {
 		t.Fatal("second session on a ladder: want error")
 	}
 }
+
+func TestKVBytesPerToken(t *testing.T) {
+	e, err := Load(sharedtest.Stories260K(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// stories260K: 5 layers × (K + V) × 4 KV heads × head dim 8 = 320 values.
+	// (llama.cpp cannot quantize this model's KV: head dim 8 < block 32.)
+	want := map[engine.KVType]int64{engine.KVF16: 640, engine.KVF32: 1280}
+	for kv, w := range want {
+		s, err := e.NewSession(engine.SessionConfig{NCtx: 64, Threads: 1, KVType: kv})
+		if err != nil {
+			t.Fatalf("%s: %v", kv, err)
+		}
+		if got := s.(*Session).KVBytesPerToken(); got != w {
+			t.Errorf("%s: %d bytes per token, want %d", kv, got, w)
+		}
+		s.Close()
+	}
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/bench"
+)
+
+func init() {
+	register(&command{
+		Name:    "bench",
+		Summary: "measure prefill/decode tok/s, load time and peak RSS/PSS; --compare two engines; --swap tier swap latency",
+		Usage:   "[-m MODEL] [-p N] [-n N] [-r N] [--compare ENGINE] | --swap --tiers A,B",
+		Flags: func(fs *pflag.FlagSet) {
+			addModelFlag(fs)
+			fs.IntP("n-prompt", "p", 128, "synthetic prompt tokens, prefilled as one batch")
+			fs.IntP("n-predict", "n", 128, "tokens to generate")
+			fs.IntP("repeats", "r", 3, "repeats (fresh session each); medians are reported")
+			addThreadsFlag(fs)
+			addCtxFlag(fs)
+			addKVTypeFlag(fs)
+			addEngineFlag(fs)
+			fs.String("compare", "", "second engine, measured in the same process with repeats interleaved; reports --engine/--compare ratios")
+			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
+			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
+			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
+			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (they stay mmap'd)")
+			addJSONFlag(fs)
+			addVerboseFlag(fs)
+		},
+		Run: runBench,
+	})
+}
+
+type benchOptions struct {
+	Model     string   `koanf:"model"`
+	NPrompt   int      `koanf:"n-prompt"`
+	NPredict  int      `koanf:"n-predict"`
+	Repeats   int      `koanf:"repeats"`
+	Threads   int      `koanf:"threads"`
+	Ctx       int      `koanf:"ctx"`
+	KVType    string   `koanf:"kv-type"`
+	Engine    string   `koanf:"engine"`
+	Compare   string   `koanf:"compare"`
+	Swap      bool     `koanf:"swap"`
+	Tiers     []string `koanf:"tiers"`
+	CtxTokens int      `koanf:"ctx-tokens"`
+	NoRepack  bool     `koanf:"no-repack"`
+	JSON      bool     `koanf:"json"`
+	Verbose   bool     `koanf:"verbose"`
+}
+
+// benchText is the prompt text: tokenized and repeated to the prompt length.
+const benchText = "text/stories.txt"
+
+func validEngine(flag, e string) error {
+	switch e {
+	case "auto", "native", "llamacpp":
+		return nil
+	}
+	return usagef("%s %q: want auto, native or llamacpp", flag, e)
+}
+
+// check validates the flags that do not need the model.
+func (o *benchOptions) check(args []string) (host.KVType, error) {
+	if len(args) > 0 {
+		return "", usagef("unexpected argument %q (the model goes in -m)", args[0])
+	}
+	kv, err := host.ParseKVType(o.KVType)
+	if err != nil {
+		return "", usagef("--kv-type: %v", err)
+	}
+	switch {
+	case o.Repeats < 1:
+		return "", usagef("-r %d: want ≥ 1", o.Repeats)
+	case o.Threads < 0:
+		return "", usagef("--threads %d: want ≥ 0 (0 = all cores)", o.Threads)
+	case o.Ctx < 1:
+		return "", usagef("--ctx %d: want ≥ 1", o.Ctx)
+	}
+	if err := validEngine("--engine", o.Engine); err != nil {
+		return "", err
+	}
+	if o.Swap {
+		switch {
+		case o.Compare != "":
+			return "", usagef("--swap and --compare cannot be combined")
+		case len(o.Tiers) != 2:
+			return "", usagef("--swap needs --tiers A,B (two GGUF files of one model), got %d", len(o.Tiers))
+		case o.Engine == "native":
+			return "", usagef("--swap measures KV migration on the llamacpp engine; the native engine switches precision in place")
+		case o.CtxTokens < 1:
+			return "", usagef("--ctx-tokens %d: want ≥ 1", o.CtxTokens)
+		case o.CtxTokens+1 > o.Ctx:
+			return "", usagef("--ctx-tokens %d + 1 check token exceed --ctx %d", o.CtxTokens, o.Ctx)
+		}
+		for _, t := range o.Tiers {
+			if _, err := os.Stat(t); err != nil {
+				return "", fmt.Errorf("tier %s: %w", t, errNotFound(err))
+			}
+		}
+		return kv, nil
+	}
+	switch {
+	case len(o.Tiers) > 0:
+		return "", usagef("--tiers is for --swap")
+	case o.NPrompt < 1:
+		return "", usagef("-p %d: want ≥ 1", o.NPrompt)
+	case o.NPredict < 3:
+		return "", usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up)", o.NPredict)
+	case o.NPrompt+o.NPredict > o.Ctx:
+		return "", usagef("-p %d + -n %d exceed --ctx %d", o.NPrompt, o.NPredict, o.Ctx)
+	}
+	if o.Compare != "" {
+		if err := validEngine("--compare", o.Compare); err != nil {
+			return "", err
+		}
+	}
+	return kv, nil
+}
+
+func runBench(c *cmdEnv, args []string) error {
+	var o benchOptions
+	if err := c.Decode(&o); err != nil {
+		return err
+	}
+	kv, err := o.check(args)
+	if err != nil {
+		return err
+	}
+	setupLogs(c, o.Verbose)
+	var text []byte
+	if p := findShared(benchText); p != "" {
+		if text, err = os.ReadFile(p); err != nil {
+			return err
+		}
+	} else {
+		c.Logf("bench: %s not found; the prompt is synthetic token ids", benchText)
+	}
+
+	if o.Swap {
+		r, err := bench.Swap(c.Ctx, bench.SwapOptions{Tiers: o.Tiers, NCtxTokens: o.CtxTokens, Repeats: o.Repeats,
+			Threads: o.Threads, NCtx: o.Ctx, KVType: kv, NoRepack: o.NoRepack,
+			Text: string(text), TextName: benchText, Progress: c.Stderr})
+		if err != nil {
+			return benchErr(err)
+		}
+		if o.JSON {
+			return writeJSON(c.Stdout, r)
+		}
+		printSwap(c.Stdout, r)
+		return nil
+	}
+
+	path, label, err := resolveModel(c, o.Model)
+	if err != nil {
+		return err
+	}
+	bo := bench.Options{Engine: o.Engine, NPrompt: o.NPrompt, NGen: o.NPredict, Repeats: o.Repeats,
+		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, NoRepack: o.NoRepack,
+		Text: string(text), TextName: benchText, Progress: c.Stderr}
+	c.Logf("bench: %s, %d prompt + %d generated tokens, %d repeats", label, o.NPrompt, o.NPredict, o.Repeats)
+	if o.Compare != "" {
+		r, err := bench.Compare(c.Ctx, path, o.Engine, o.Compare, bo)
+		if err != nil {
+			return benchErr(err)
+		}
+		if o.JSON {
+			return writeJSON(c.Stdout, r)
+		}
+		printResults(c.Stdout, r.A, r.B)
+		fmt.Fprintf(c.Stdout, "ratio A/B: prefill %.3f  decode %.3f   (process peak with both loaded: RSS %.1f MiB, PSS %.1f MiB)\n",
+			r.PrefillRatio, r.DecodeRatio, r.RSSPeakMB, r.PSSPeakMB)
+		return nil
+	}
+	r, err := bench.Run(c.Ctx, path, bo)
+	if err != nil {
+		return benchErr(err)
+	}
+	if o.JSON {
+		return writeJSON(c.Stdout, r)
+	}
+	printResults(c.Stdout, r)
+	return nil
+}
+
+// benchErr turns a context misfit found after loading into a usage error.
+func benchErr(err error) error {
+	if errors.Is(err, bench.ErrContext) {
+		return usagef("%v", err)
+	}
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printResults(w io.Writer, rs ...*bench.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "engine\tthreads\tkv\tn_prompt\tn_gen\tprefill tok/s\tdecode tok/s\tload ms\trss peak MiB\tpss peak MiB\t")
+	for _, r := range rs {
+		rss, pss := "-", "-" // Compare reports the process peak once, below
+		if r.RSSPeakMB > 0 {
+			rss, pss = fmt.Sprintf("%.1f", r.RSSPeakMB), fmt.Sprintf("%.1f", r.PSSPeakMB)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n",
+			r.Engine, r.Threads, r.KVType, r.NPrompt, r.NGen, r.PrefillTPS, r.DecodeTPS, r.LoadMS, rss, pss)
+	}
+	tw.Flush()
+	if len(rs) > 0 {
+		fmt.Fprintf(w, "model %s; medians of %d repeats; prompt: %s\n", rs[0].Model, rs[0].Repeats, rs[0].PromptSource)
+	}
+}
+
+func printSwap(w io.Writer, r *bench.SwapResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "ctx tokens\tstate KiB\tswap ms (median)\tdown ms\tup ms\tserialize\tunload\tload\trestore\t")
+	fmt.Fprintf(tw, "%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", r.NCtxTokens, float64(r.StateBytes)/1024,
+		r.SwapMSMedian, r.DownMSMedian, r.UpMSMedian, r.SerializeMS, r.UnloadMS, r.LoadMS, r.RestoreMS)
+	tw.Flush()
+	fmt.Fprintf(w, "tiers %s; %d swaps (%d round trips), threads %d, KV %s; peak RSS %.1f MiB, PSS %.1f MiB\n",
+		strings.Join(r.Tiers, " ⇄ "), len(r.Swaps), r.Repeats, r.Threads, r.KVType, r.RSSPeakMB, r.PSSPeakMB)
+}

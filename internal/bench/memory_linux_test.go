@@ -1,0 +1,61 @@
+//go:build linux
+
+package bench
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMemSamplerSeesPeak maps and touches 64 MiB between Start and Stop and
+// unmaps it before Stop: only a sampler that really samples in the
+// background can report that peak (the final reading no longer sees it).
+func TestMemSamplerSeesPeak(t *testing.T) {
+	m, err := NewMemSampler(5 * time.Millisecond)
+	if errors.Is(err, ErrNoSmaps) {
+		t.Fatal(err) // Linux CI always has smaps_rollup
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rss0, pss0 := m.Now()
+	if rss0 <= 0 || pss0 <= 0 || pss0 > rss0 {
+		t.Fatalf("baseline RSS %d, PSS %d", rss0, pss0)
+	}
+	const size = 64 << 20
+	m.Start()
+	buf, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < size; i += 4096 {
+		buf[i] = 1
+	}
+	time.Sleep(60 * time.Millisecond) // several ticks, and a due smaps walk
+	if err := syscall.Munmap(buf); err != nil {
+		t.Fatal(err)
+	}
+	if rss, _ := m.Now(); rss > rss0+size/2 {
+		t.Fatalf("RSS %d MiB after munmap: the test cannot tell background samples from the final one", rss>>20)
+	}
+	peak := m.Stop()
+	if peak.RSS < rss0+size*9/10 || peak.PSS < pss0+size*9/10 {
+		t.Fatalf("peak RSS %d MiB, PSS %d MiB; baseline %d / %d MiB + 64 MiB touched",
+			peak.RSS>>20, peak.PSS>>20, rss0>>20, pss0>>20)
+	}
+	if peak.PSS > peak.RSS {
+		t.Fatalf("peak PSS %d above peak RSS %d", peak.PSS, peak.RSS)
+	}
+	if peak.Samples < 3 || peak.SmapsSamples < 2 {
+		t.Fatalf("only %d statm and %d smaps readings in 60 ms at a 5 ms tick", peak.Samples, peak.SmapsSamples)
+	}
+	// A restart resets the peak.
+	m.Start()
+	again := m.Stop()
+	if again.Samples > 3 || again.Samples >= peak.Samples {
+		t.Fatalf("Start did not reset the counts: %+v after %+v", again, peak)
+	}
+}

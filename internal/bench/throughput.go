@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// ErrContext marks options that do not fit the model's context (the CLI
+// reports it as a usage error).
+var ErrContext = errors.New("does not fit the context")
+
+// Options configures Run and Compare.
+type Options struct {
+	// Engine is host.LoadOptions.Engine ("auto", "native", "llamacpp").
+	Engine string
+	// NPrompt prompt tokens are prefilled as one batch; NGen tokens are then
+	// generated (NGen-1 forward passes, the first of them untimed warm-up).
+	NPrompt, NGen int
+	// Repeats is the number of fresh sessions per engine (≥ 1).
+	Repeats int
+	// Threads for decode and prefill; 0 = all cores.
+	Threads int
+	// NCtx is the session context; 0 = min(2048, the training context).
+	NCtx   int
+	KVType host.KVType
+	// NoRepack keeps llama.cpp from repacking weights (host.LoadOptions).
+	NoRepack bool
+	// Text is tokenized into the prompt (see MakePrompt); TextName labels it.
+	Text, TextName string
+	// Progress receives one line per load and per repeat; nil discards.
+	Progress io.Writer
+	// MemTick is the memory sampling tick; 0 = DefaultMemInterval.
+	MemTick time.Duration
+}
+
+// Validate checks what can be checked without the model.
+func (o Options) Validate() error {
+	switch {
+	case o.NPrompt < 1:
+		return fmt.Errorf("prompt of %d tokens (want ≥ 1)", o.NPrompt)
+	case o.NGen < 3:
+		return fmt.Errorf("%d generated tokens (want ≥ 3: the first decode step is untimed warm-up)", o.NGen)
+	case o.Repeats < 1:
+		return fmt.Errorf("%d repeats (want ≥ 1)", o.Repeats)
+	case o.Threads < 0:
+		return fmt.Errorf("%d threads (want ≥ 0)", o.Threads)
+	case o.NCtx < 0:
+		return fmt.Errorf("context of %d tokens (want ≥ 0)", o.NCtx)
+	}
+	if _, err := host.ParseKVType(string(o.kvType())); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (o Options) kvType() host.KVType {
+	if o.KVType == "" {
+		return host.KVF16
+	}
+	return o.KVType
+}
+
+// Repeat is one fresh-session run.
+type Repeat struct {
+	PrefillTPS float64 `json:"prefill_tps"`
+	DecodeTPS  float64 `json:"decode_tps"`
+	PrefillMS  float64 `json:"prefill_ms"`
+	// DecodeMS is the time of the DecodeTokens timed steps.
+	DecodeMS     float64 `json:"decode_ms"`
+	DecodeTokens int     `json:"decode_tokens"`
+}
+
+// Result is one engine's benchmark.
+type Result struct {
+	Engine  string `json:"engine"`
+	Model   string `json:"model"`
+	NPrompt int    `json:"n_prompt"`
+	NGen    int    `json:"n_gen"`
+	NCtx    int    `json:"n_ctx"`
+	Threads int    `json:"threads"`
+	KVType  string `json:"kv_type"`
+	Repeats int    `json:"repeats"`
+	// PrefillTPS and DecodeTPS are medians over the repeats.
+	PrefillTPS float64 `json:"prefill_tps"`
+	DecodeTPS  float64 `json:"decode_tps"`
+	LoadMS     float64 `json:"load_ms"`
+	// RSSPeakMB and PSSPeakMB (MiB) are the process's peaks over load and all
+	// repeats. Compare leaves them 0 on each side (both engines are resident
+	// together) and reports the process peak on the CompareResult.
+	RSSPeakMB float64 `json:"rss_peak_mb,omitempty"`
+	PSSPeakMB float64 `json:"pss_peak_mb,omitempty"`
+	// RSSLoadMB and PSSLoadMB are what loading this engine added (MiB).
+	RSSLoadMB float64 `json:"rss_load_mb"`
+	PSSLoadMB float64 `json:"pss_load_mb"`
+	// KVBytesPerToken is reported by sessions that implement
+	// KVBytesPerToken() int64; omitted otherwise.
+	KVBytesPerToken int64 `json:"kv_bytes_per_token,omitempty"`
+	// KVStateBytesPerToken (llamacpp) is the growth of the serialised
+	// sequence state (llama_state_seq_get_size) per token: the KV rows plus
+	// llama.cpp's per-cell metadata (position and sequence ids).
+	KVStateBytesPerToken int64    `json:"kv_state_bytes_per_token,omitempty"`
+	PerRepeat            []Repeat `json:"per_repeat"`
+	Sampling             string   `json:"sampling"`
+	PromptSource         string   `json:"prompt_source"`
+	MemSamples           int      `json:"mem_samples"`
+	SmapsSamples         int      `json:"smaps_samples"`
+}
+
+// CompareResult is two engines measured in one process, repeats interleaved.
+type CompareResult struct {
+	A *Result `json:"a"`
+	B *Result `json:"b"`
+	// DecodeRatio and PrefillRatio are A/B of the median tok/s.
+	DecodeRatio  float64 `json:"decode_ratio"`
+	PrefillRatio float64 `json:"prefill_ratio"`
+	// RSSPeakMB and PSSPeakMB are the process's peaks with both engines loaded.
+	RSSPeakMB float64 `json:"rss_peak_mb"`
+	PSSPeakMB float64 `json:"pss_peak_mb"`
+}
+
+// kvBytesPerTokener is the optional session method that reports the KV
+// memory of one token across all layers.
+type kvBytesPerTokener interface{ KVBytesPerToken() int64 }
+
+// llamaContexter is implemented by llamacpp sessions.
+type llamaContexter interface{ Context() *kernels.Context }
+
+// side is one loaded engine and its results.
+type side struct {
+	eng    host.Engine
+	res    *Result
+	prompt Prompt
+	decode []float64
+	fill   []float64
+	tag    string // "A: " / "B: " in Compare's progress lines
+}
+
+// greedy is the benchmark's sampling: argmax, no penalties (the seed is fixed
+// but unused by argmax).
+var greedy = host.SamplingParams{Temp: 0, TopK: 0, TopP: 1, MinP: 0, RepeatPenalty: 1, Seed: 42}
+
+func load(path, engine string, o Options, mem *MemSampler) (*side, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	rss0, pss0 := mem.Now()
+	t0 := time.Now()
+	eng, err := host.Load(path, host.LoadOptions{Engine: engine, NoRepack: o.NoRepack, Notices: progress})
+	if err != nil {
+		return nil, err
+	}
+	loadTime := time.Since(t0)
+	rss1, pss1 := mem.Now()
+	info := eng.Info()
+	nctx := o.NCtx
+	if nctx == 0 {
+		nctx = min(2048, info.NCtxTrain)
+	}
+	if nctx > info.NCtxTrain {
+		eng.Close()
+		return nil, fmt.Errorf("context %d is above the model's training context %d: %w", nctx, info.NCtxTrain, ErrContext)
+	}
+	if o.NPrompt+o.NGen > nctx {
+		eng.Close()
+		return nil, fmt.Errorf("%d prompt + %d generated tokens exceed the context of %d: %w", o.NPrompt, o.NGen, nctx, ErrContext)
+	}
+	p, err := MakePrompt(eng.Vocab(), o.Text, o.TextName, o.NPrompt)
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	threads := o.Threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	fmt.Fprintf(progress, "bench: %s loaded %s in %.1f ms (%s, %d layers)\n", eng.Name(), path, millis(loadTime), info.FileType, info.NLayer)
+	return &side{eng: eng, prompt: p, res: &Result{
+		Engine: eng.Name(), Model: path, NPrompt: o.NPrompt, NGen: o.NGen, NCtx: nctx,
+		Threads: threads, KVType: string(o.kvType()), Repeats: o.Repeats,
+		LoadMS:    millis(loadTime),
+		RSSLoadMB: mib(rss1 - rss0), PSSLoadMB: mib(pss1 - pss0),
+		Sampling: "greedy, end-of-generation ignored", PromptSource: p.Source,
+	}}, nil
+}
+
+// repeat runs one fresh session: prefill the prompt, generate NGen tokens.
+func (s *side) repeat(ctx context.Context, o Options, i int) error {
+	sess, err := s.eng.NewSession(host.SessionConfig{NCtx: s.res.NCtx, Threads: o.Threads, KVType: o.kvType()})
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	lc, isLlama := sess.(llamaContexter)
+	state0 := 0
+	if isLlama {
+		state0, _ = lc.Context().StateSeqSize(0)
+	}
+	st, err := host.Generate(ctx, sess, s.eng.Vocab(), s.prompt.Tokens,
+		host.GenerateOptions{NPredict: o.NGen, Sampling: greedy, StopAtEOG: false},
+		func(int32) error { return nil })
+	if err != nil {
+		return err
+	}
+	if st.GeneratedTokens != o.NGen || st.DecodeTokens != o.NGen-2 {
+		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-2)
+	}
+	r := Repeat{PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(),
+		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens}
+	s.res.PerRepeat = append(s.res.PerRepeat, r)
+	s.fill = append(s.fill, r.PrefillTPS)
+	s.decode = append(s.decode, r.DecodeTPS)
+	if k, ok := sess.(kvBytesPerTokener); ok {
+		s.res.KVBytesPerToken = k.KVBytesPerToken()
+	}
+	if isLlama && sess.Len() > 0 {
+		if state1, err := lc.Context().StateSeqSize(0); err == nil && state1 > state0 {
+			s.res.KVStateBytesPerToken = int64(state1-state0) / int64(sess.Len())
+		}
+	}
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "bench: %s%s repeat %d/%d: prefill %d tok %.1f tok/s, decode %d tok %.1f tok/s\n",
+			s.tag, s.res.Engine, i+1, o.Repeats, st.PromptTokens, r.PrefillTPS, st.DecodeTokens, r.DecodeTPS)
+	}
+	return nil
+}
+
+func (s *side) finish() {
+	s.res.PrefillTPS = Median(s.fill)
+	s.res.DecodeTPS = Median(s.decode)
+}
+
+// Run loads the model at path on o.Engine and measures it: load time, then
+// o.Repeats fresh sessions, with the process's peak memory sampled throughout.
+func Run(ctx context.Context, path string, o Options) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	mem, err := NewMemSampler(o.MemTick)
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	mem.Start()
+	s, err := load(path, o.Engine, o, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer s.eng.Close()
+	for i := range o.Repeats {
+		if err := s.repeat(ctx, o, i); err != nil {
+			return nil, fmt.Errorf("%s repeat %d: %w", s.res.Engine, i+1, err)
+		}
+	}
+	peak := mem.Stop()
+	s.finish()
+	s.res.RSSPeakMB, s.res.PSSPeakMB = mib(peak.RSS), mib(peak.PSS)
+	s.res.MemSamples, s.res.SmapsSamples = peak.Samples, peak.SmapsSamples
+	return s.res, nil
+}
+
+// Compare loads the model at path on engines a and b, then runs their
+// repeats interleaved (a, b, a, b, ...) with the same prompt tokens, threads
+// and KV type, and reports each side and the ratios a/b.
+func Compare(ctx context.Context, path, a, b string, o Options) (*CompareResult, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	mem, err := NewMemSampler(o.MemTick)
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	mem.Start()
+	sa, err := load(path, a, o, mem)
+	if err != nil {
+		return nil, fmt.Errorf("engine %s: %w", a, err)
+	}
+	defer sa.eng.Close()
+	sb, err := load(path, b, o, mem)
+	if err != nil {
+		return nil, fmt.Errorf("engine %s: %w", b, err)
+	}
+	defer sb.eng.Close()
+	sa.tag, sb.tag = "A ", "B "
+	if !slices.Equal(sa.prompt.Tokens, sb.prompt.Tokens) {
+		return nil, fmt.Errorf("engines %s and %s tokenize the prompt differently", a, b)
+	}
+	for i := range o.Repeats {
+		for _, s := range []*side{sa, sb} {
+			if err := s.repeat(ctx, o, i); err != nil {
+				return nil, fmt.Errorf("%s repeat %d: %w", s.res.Engine, i+1, err)
+			}
+		}
+	}
+	peak := mem.Stop()
+	sa.finish()
+	sb.finish()
+	for _, s := range []*side{sa, sb} {
+		s.res.MemSamples, s.res.SmapsSamples = peak.Samples, peak.SmapsSamples
+	}
+	return &CompareResult{A: sa.res, B: sb.res,
+		DecodeRatio:  ratio(sa.res.DecodeTPS, sb.res.DecodeTPS),
+		PrefillRatio: ratio(sa.res.PrefillTPS, sb.res.PrefillTPS),
+		RSSPeakMB:    mib(peak.RSS), PSSPeakMB: mib(peak.PSS),
+	}, nil
+}
