@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/native"
+)
+
+func init() {
+	register(&command{
+		Name:    "parity",
+		Summary: "compare the native engine's logits with llama.cpp's on the same model and tokens",
+		Usage:   "[-m MODEL] [--kv-type T] [-n N] [--json]",
+		Flags: func(fs *pflag.FlagSet) {
+			addModelFlag(fs)
+			addKVTypeFlag(fs)
+			addThreadsFlag(fs)
+			addJSONFlag(fs)
+			fs.IntP("n", "n", 256, "greedy steps to compare")
+			fs.Bool("flash-attn", false, "use flash attention in both engines")
+		},
+		Run: runParity,
+	})
+}
+
+type parityOptions struct {
+	Model     string `koanf:"model"`
+	KVType    string `koanf:"kv-type"`
+	Threads   int    `koanf:"threads"`
+	JSON      bool   `koanf:"json"`
+	N         int    `koanf:"n"`
+	FlashAttn bool   `koanf:"flash-attn"`
+}
+
+func runParity(c *cmdEnv, args []string) error {
+	var o parityOptions
+	if err := c.Decode(&o); err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return usagef("unexpected arguments %q", args)
+	}
+	if o.N < 1 {
+		return usagef("--n %d: want at least 1", o.N)
+	}
+	kv, err := host.ParseKVType(o.KVType)
+	if err != nil {
+		return usagef("--kv-type: %v", err)
+	}
+	path, label, err := resolveModel(c, o.Model)
+	if err != nil {
+		return err
+	}
+	c.Logf("parity: %s, %d greedy steps, native KV %s, flash attention %v", label, o.N, kv, o.FlashAttn)
+	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, FlashAttn: o.FlashAttn})
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(c.Stdout)
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(c.Stdout, "n %d  top1_agreement %.4f  max_abs_logit_diff %.4g  kl_mean %.4g  kl_max %.4g  (native KV %s vs llama.cpp KV %s)\n",
+		r.N, r.Top1Agreement, r.MaxAbsLogitDiff, r.KLMean, r.KLMax, r.KVType, r.RefKVType)
+	return nil
+}

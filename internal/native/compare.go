@@ -1,0 +1,125 @@
+package native
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// BenchOptions configures BenchCompare.
+type BenchOptions struct {
+	Prefill   int // prompt tokens, decoded as one batch
+	Decode    int // single-token steps after the prompt (the first is not timed)
+	Threads   int
+	KVType    engine.KVType
+	FlashAttn bool
+	Reps      int // alternating repetitions per engine (best is kept); 0 = 3
+}
+
+// BenchSide is one engine's throughput.
+type BenchSide struct {
+	PrefillTokS float64 `json:"prefill_tok_s"`
+	DecodeTokS  float64 `json:"decode_tok_s"`
+}
+
+// BenchResult compares the native engine with llama.cpp measured in the
+// same process, alternating, with the same model, threads and KV type.
+type BenchResult struct {
+	Native        BenchSide `json:"native"`
+	LlamaCpp      BenchSide `json:"llamacpp"`
+	DecodeRatio   float64   `json:"decode_ratio"`  // native / llamacpp
+	PrefillRatio  float64   `json:"prefill_ratio"` // native / llamacpp
+	KVBytesPerTok int64     `json:"kv_bytes_per_token"`
+}
+
+// BenchCompare measures prefill and decode speed of both engines. llama.cpp
+// gets the same KV type (it needs a head size that is a multiple of 32 for
+// quantized KV) and no weight repacking unless the caller's kernels default
+// changes: both read the same mmap'd weights.
+func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
+	if o.Prefill < 1 || o.Decode < 2 {
+		return nil, fmt.Errorf("bench: prefill %d, decode %d (want ≥ 1 and ≥ 2)", o.Prefill, o.Decode)
+	}
+	if o.Reps <= 0 {
+		o.Reps = 3
+	}
+	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	model, err := kernels.LoadModel(path, kernels.ModelParams{NoRepack: true})
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+	nCtx := o.Prefill + o.Decode
+	fa := kernels.FlashAttnOff
+	if o.FlashAttn {
+		fa = kernels.FlashAttnOn
+	}
+	kvt := kernels.KVType(o.KVType)
+	if kvt == "" {
+		kvt = kernels.KVF16
+	}
+	rctx, err := kernels.NewContext(model, kernels.ContextParams{NCtx: nCtx, NBatch: o.Prefill, Threads: o.Threads,
+		TypeK: kvt, TypeV: kvt, FlashAttn: fa})
+	if err != nil {
+		return nil, err
+	}
+	defer rctx.Close()
+	batch, err := kernels.NewBatch(o.Prefill, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer batch.Close()
+	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: o.Prefill, Threads: o.Threads,
+		KVType: o.KVType, FlashAttn: o.FlashAttn})
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ref := &llamaRef{ctx: rctx, batch: batch}
+	nv := eng.Config().NVocab
+	prompt := make([]int32, o.Prefill)
+	for i := range prompt {
+		prompt[i] = int32((i*7 + 1) % nv)
+	}
+	res := &BenchResult{KVBytesPerTok: sess.Stats().KVBytesToken}
+	run := func(s engine.Session, reset func() error, side *BenchSide) error {
+		if err := reset(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := s.Decode(prompt, engine.LogitsLast); err != nil {
+			return err
+		}
+		pf := float64(o.Prefill) / time.Since(t0).Seconds()
+		tok := []int32{1}
+		if err := s.Decode(tok, engine.LogitsLast); err != nil { // warm-up step
+			return err
+		}
+		t0 = time.Now()
+		for range o.Decode - 1 {
+			if err := s.Decode(tok, engine.LogitsLast); err != nil {
+				return err
+			}
+		}
+		dc := float64(o.Decode-1) / time.Since(t0).Seconds()
+		side.PrefillTokS, side.DecodeTokS = max(side.PrefillTokS, pf), max(side.DecodeTokS, dc)
+		return nil
+	}
+	for range o.Reps {
+		if err := run(sess, func() error { return sess.Truncate(0) }, &res.Native); err != nil {
+			return nil, fmt.Errorf("bench native: %w", err)
+		}
+		if err := run(ref, func() error { ref.n = 0; return rctx.MemoryClear(true) }, &res.LlamaCpp); err != nil {
+			return nil, fmt.Errorf("bench llama.cpp: %w", err)
+		}
+	}
+	res.DecodeRatio = res.Native.DecodeTokS / res.LlamaCpp.DecodeTokS
+	res.PrefillRatio = res.Native.PrefillTokS / res.LlamaCpp.PrefillTokS
+	return res, nil
+}

@@ -1,0 +1,20 @@
+// Package native is edgellm's own llama forward pass: ggml graphs built by
+// our code, over weights we mmap ourselves and a KV cache we allocate
+// ourselves (one memfd per session).
+//
+//	e, err := native.Load("model.gguf", native.Options{Threads: 4})
+//	s, err := e.NewSession(engine.SessionConfig{NCtx: 2048, KVType: engine.KVF16})
+//	err = s.Decode(tokens, engine.LogitsLast)
+//	err = s.Logits(len(tokens)-1, logits)
+//
+// Weights (weights.go) map the whole GGUF MAP_PRIVATE/PROT_READ and point
+// ggml tensors into the mapping; every tensor the llama graph needs is
+// validated (name, shape, type, range) before any C call. The KV arena
+// (kvarena.go) is a memfd carved into per-layer K and V of F32, F16, Q8_0 or
+// Q4_0. The forward pass (forward.go) is one graph per batch, so prefill and
+// speculative verify are the same code; it is reused across steps while its
+// shape is unchanged. RATIONALE.md explains the non-obvious choices.
+//
+// An Engine and its Sessions are for one goroutine at a time. Close Sessions
+// before their Engine.
+package native

@@ -1,0 +1,179 @@
+package native
+
+import (
+	"math"
+
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// The llama forward pass as one ggml graph for a batch of tokens, after
+// llama.cpp's llm_build_llama (src/models/llama.cpp) and Karpathy's llama2.c:
+//
+//	x = embd[tokens]
+//	for each layer:
+//	    h = rmsnorm(x) * attn_norm
+//	    q, k, v = Wq h, Wk h, Wv h            ; RoPE(q), RoPE(k) at the token positions
+//	    K[slot], V[slot] = k, v               ; set_rows into the KV arena
+//	    a = softmax(q Kᵀ / √d + mask) V       ; grouped-query: n_head/n_head_kv q heads per kv head
+//	    x = x + Wo a
+//	    x = x + Wdown (silu(Wgate h') * Wup h'), h' = rmsnorm(x) * ffn_norm
+//	logits = Wout (rmsnorm(x) * out_norm)     ; only for the requested rows
+//
+// Inputs are tensors the graph allocator places and the session fills before
+// each compute; the graph itself is reused while its shape key is unchanged
+// (see RATIONALE.md).
+
+// graphKey is everything that changes a graph's shape or its weights.
+type graphKey struct {
+	nTok, nKV, nOut int
+	selGen          uint64 // weight-set selection generation
+}
+
+// graph is a built, allocated graph and its input/output tensors.
+type graph struct {
+	key    graphKey
+	ctx    *kernels.GGMLContext
+	g      *kernels.Graph
+	tokens kernels.Tensor // I32 [n_tok]
+	pos    kernels.Tensor // I32 [n_tok]
+	slots  kernels.Tensor // I64 [n_tok]: KV slot of each token
+	mask   kernels.Tensor // F16 [n_kv, n_tok]: 0 visible, -inf hidden
+	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
+	logits kernels.Tensor // F32 [n_vocab, n_out]
+}
+
+// graphNodes bounds the nodes (and tensors) of one graph.
+func graphNodes(nLayer int) int { return 64*nLayer + 128 }
+
+func newGraph(nLayer int) (*graph, error) {
+	n := graphNodes(nLayer)
+	ctx, err := kernels.NewGGMLContext(n, n)
+	if err != nil {
+		return nil, err
+	}
+	return &graph{ctx: ctx}, nil
+}
+
+func (g *graph) Close() error { return g.ctx.Close() }
+
+// build records the forward graph for key into g. layers gives each layer's
+// weights (the selected set); w supplies the embedding and head.
+func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeights, kv *KVArena, flash bool) error {
+	c := g.ctx
+	c.Reset()
+	g.key = graphKey{}
+	nTok, nKV := int64(key.nTok), int64(key.nKV)
+	hd, nh, nhkv := int64(cfg.HeadDim), int64(cfg.NHead), int64(cfg.NHeadKV)
+	embdKV := int64(cfg.NEmbdKV())
+
+	input := func(typ kernels.GGMLType, name string, ne ...int64) kernels.Tensor {
+		t, err := c.NewTensor(typ, ne...)
+		if err != nil {
+			return kernels.Tensor{}
+		}
+		t.SetName(name)
+		t.SetInput()
+		return t
+	}
+	g.tokens = input(kernels.GGMLTypeI32, "inp_tokens", nTok)
+	g.pos = input(kernels.GGMLTypeI32, "inp_pos", nTok)
+	g.slots = input(kernels.GGMLTypeI64, "inp_kv_slots", nTok)
+	g.mask = input(kernels.GGMLTypeF16, "inp_kq_mask", nKV, nTok)
+	g.outIDs = kernels.Tensor{}
+	if key.nOut < key.nTok {
+		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
+	}
+	gr, err := c.NewGraph(graphNodes(cfg.NLayer))
+	if err != nil {
+		return err
+	}
+	g.g = gr
+
+	rope := kernels.RopeParams{NDims: cfg.HeadDim, Mode: kernels.RopeNorm, NCtxOrig: cfg.NCtxTrain,
+		FreqBase: cfg.RopeBase, FreqScale: cfg.RopeScale, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
+	scale := float32(1 / math.Sqrt(float64(hd)))
+
+	x := c.GetRows(w.TokEmbd, g.tokens) // [n_embd, n_tok]
+	for il, l := range layers {
+		// attention rmsnorm
+		h := c.Mul(c.RMSNorm(x, cfg.NormEps), l.AttnNorm)
+
+		// q, k, v projections and RoPE
+		q := c.Reshape(c.MulMat(l.Wq, h), hd, nh, nTok)
+		k := c.Reshape(c.MulMat(l.Wk, h), hd, nhkv, nTok)
+		v := c.MulMat(l.Wv, h) // [embd_kv, n_tok]
+		q = c.RopeExt(q, g.pos, w.RopeFreqs, &rope)
+		k = c.RopeExt(k, g.pos, w.RopeFreqs, &rope)
+
+		// store k and v at the tokens' slots (quantizing for Q8_0/Q4_0)
+		gr.Expand(c.SetRows(kv.K[il], c.Reshape(k, embdKV, nTok), g.slots))
+		gr.Expand(c.SetRows(kv.V[il], v, g.slots))
+
+		// attend over the first nKV slots
+		kc, vc := g.cacheView(kv, il, cfg, nKV)
+		qp := c.Permute(q, 0, 2, 1, 3) // [hd, n_tok, n_head]
+		var a kernels.Tensor
+		if flash {
+			if kc.Type() == kernels.GGMLTypeF32 {
+				kc, vc = c.Cast(kc, kernels.GGMLTypeF16), c.Cast(vc, kernels.GGMLTypeF16)
+			}
+			a = c.FlashAttnExt(qp, kc, vc, g.mask, scale) // [hd, n_head, n_tok]
+			c.SetPrecF32(a)
+			a = c.Reshape(a, hd*nh, nTok)
+		} else {
+			kq := c.MulMat(kc, qp) // [n_kv, n_tok, n_head]
+			c.SetPrecF32(kq)
+			kq = c.SoftMaxExt(kq, g.mask, scale)
+			if vc.Type() != kernels.GGMLTypeF32 && vc.Type() != kernels.GGMLTypeF16 {
+				vc = c.Cast(vc, kernels.GGMLTypeF32)
+			}
+			vt := c.Cont(c.Transpose(vc)) // [n_kv, hd, n_head_kv]
+			kqv := c.MulMat(vt, kq)       // [hd, n_tok, n_head]
+			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nTok)
+		}
+		a = c.MulMat(l.Wo, a)
+
+		if il == len(layers)-1 && !g.outIDs.Nil() {
+			// only the rows that want logits go on
+			a = c.GetRows(a, g.outIDs)
+			x = c.GetRows(x, g.outIDs)
+		}
+		x = c.Add(a, x)
+
+		// SwiGLU feed-forward
+		h = c.Mul(c.RMSNorm(x, cfg.NormEps), l.FFNNorm)
+		f := c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
+		x = c.Add(c.MulMat(l.WDown, f), x)
+	}
+	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
+	g.logits = c.MulMat(w.Output, x) // [n_vocab, n_out]
+	if err := c.Err(); err != nil {
+		return err
+	}
+	g.logits.SetName("result_output")
+	g.logits.SetOutput()
+	if err := gr.Expand(g.logits); err != nil {
+		return err
+	}
+	g.key = key
+	return nil
+}
+
+// cacheView returns K and V of layer il over slots [0, nKV) as
+// [hd, n_kv, n_head_kv] tensors ready for attention. Per-head views when
+// head_dim fills whole quantization blocks; otherwise whole rows are
+// dequantized to F32 first.
+func (g *graph) cacheView(kv *KVArena, il int, cfg *Config, nKV int64) (kernels.Tensor, kernels.Tensor) {
+	c := g.ctx
+	hd, nhkv := int64(cfg.HeadDim), int64(cfg.NHeadKV)
+	embdKV := hd * nhkv
+	view := func(t kernels.Tensor) kernels.Tensor {
+		if kv.WholeRow {
+			rows := c.View(t, 0, []int64{embdKV, nKV}, []int64{t.Nb(1)})
+			return c.Permute(c.Reshape(c.Cast(rows, kernels.GGMLTypeF32), hd, nhkv, nKV), 0, 2, 1, 3)
+		}
+		v := c.View(t, 0, []int64{hd, nhkv, nKV}, []int64{t.Type().RowSize(hd), t.Nb(1)})
+		return c.Permute(v, 0, 2, 1, 3)
+	}
+	return view(kv.K[il]), view(kv.V[il])
+}

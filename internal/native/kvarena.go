@@ -1,0 +1,160 @@
+package native
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/internal/memfd"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// KVArena is a session's KV cache: one memfd mapped MAP_SHARED, carved into a
+// K and a V region per layer. Each region is a ggml tensor of nSlots rows of
+// n_head_kv*head_dim elements ([n_embd_kv, n_slots], V not transposed), and
+// starts on a page boundary so a layer's unused slots can be released with
+// MADV_DONTNEED independently of the others.
+type KVArena struct {
+	Type   kernels.GGMLType
+	NSlots int
+	RowK   int64 // bytes per slot per layer, K (V is the same)
+	K, V   []kernels.Tensor
+	// WholeRow is true when head_dim is not a multiple of the type's block
+	// size: rows are quantized whole and dequantized before attention.
+	WholeRow bool
+
+	kOff, vOff []int64 // region offsets in the memfd
+	mem        *memfd.Buffer
+	buf        *kernels.BackendBuffer
+	meta       *kernels.GGMLContext
+}
+
+// kvGGMLType maps the engine's KV type names to ggml types.
+func kvGGMLType(t engine.KVType) (kernels.GGMLType, error) {
+	switch t {
+	case "", engine.KVF16:
+		return kernels.GGMLTypeF16, nil
+	case engine.KVF32:
+		return kernels.GGMLTypeF32, nil
+	case engine.KVQ8_0:
+		return kernels.GGMLTypeQ8_0, nil
+	case engine.KVQ4_0:
+		return kernels.GGMLTypeQ4_0, nil
+	}
+	return 0, fmt.Errorf("unknown KV type %q (want f16, f32, q8_0 or q4_0)", t)
+}
+
+// NewKVArena allocates the arena for cfg with nSlots slots per layer.
+func NewKVArena(cfg *Config, typ kernels.GGMLType, nSlots int) (*KVArena, error) {
+	width := int64(cfg.NEmbdKV())
+	if nSlots <= 0 {
+		return nil, fmt.Errorf("KV arena: %d slots", nSlots)
+	}
+	if !typ.RowOK(width) {
+		return nil, fmt.Errorf("KV arena: a %s row needs a multiple of %d elements, the model's K/V rows have %d (n_head_kv %d × head_dim %d)",
+			typ, typ.BlockSize(), width, cfg.NHeadKV, cfg.HeadDim)
+	}
+	a := &KVArena{Type: typ, NSlots: nSlots, RowK: typ.RowSize(width),
+		WholeRow: int64(cfg.HeadDim)%typ.BlockSize() != 0}
+	ps := int64(os.Getpagesize())
+	region := (a.RowK*int64(nSlots) + ps - 1) / ps * ps
+	var off int64
+	for il := 0; il < cfg.NLayer; il++ {
+		a.kOff = append(a.kOff, off)
+		off += region
+		a.vOff = append(a.vOff, off)
+		off += region
+	}
+	var err error
+	if a.mem, err = memfd.New("edgellm-kv", int(off)); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+	b := a.mem.Bytes()
+	if a.buf, err = kernels.NewBufferFromPtr(unsafe.Pointer(&b[0]), int64(len(b))); err != nil {
+		return nil, err
+	}
+	if a.meta, err = kernels.NewGGMLContext(2*cfg.NLayer, 0); err != nil {
+		return nil, err
+	}
+	for il := 0; il < cfg.NLayer; il++ {
+		for _, kv := range []struct {
+			dst *[]kernels.Tensor
+			off int64
+			nm  string
+		}{{&a.K, a.kOff[il], "k"}, {&a.V, a.vOff[il], "v"}} {
+			t, err := a.meta.NewTensor(typ, width, int64(nSlots))
+			if err != nil {
+				return nil, err
+			}
+			t.SetName(fmt.Sprintf("cache_%s_l%d", kv.nm, il))
+			if err := a.buf.Place(t, kv.off); err != nil {
+				return nil, err
+			}
+			*kv.dst = append(*kv.dst, t)
+		}
+	}
+	ok = true
+	return a, nil
+}
+
+// BytesPerToken is the KV memory one token costs across all layers.
+func (a *KVArena) BytesPerToken() int64 { return 2 * a.RowK * int64(len(a.K)) }
+
+// Bytes is the arena's mapped size.
+func (a *KVArena) Bytes() int64 { return int64(a.mem.Len()) }
+
+// Discard releases slots [s0, s1) of layer il (K and V) back to the kernel
+// (MADV_DONTNEED on the whole pages inside the range): RSS and PSS drop,
+// and the slots read as zero afterwards.
+func (a *KVArena) Discard(il, s0, s1 int) error {
+	if il < 0 || il >= len(a.K) || s0 < 0 || s1 > a.NSlots || s0 >= s1 {
+		return fmt.Errorf("KV discard: layer %d slots [%d, %d)", il, s0, s1)
+	}
+	ps := int64(os.Getpagesize())
+	for _, base := range []int64{a.kOff[il], a.vOff[il]} {
+		lo := base + int64(s0)*a.RowK
+		hi := base + int64(s1)*a.RowK
+		lo = (lo + ps - 1) / ps * ps
+		hi = hi / ps * ps
+		if hi > lo {
+			if err := a.mem.Discard(int(lo), int(hi-lo)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// region returns the bytes of layer il's K (v false) or V region.
+func (a *KVArena) region(il int, v bool) []byte {
+	off := a.kOff[il]
+	if v {
+		off = a.vOff[il]
+	}
+	n := a.RowK * int64(a.NSlots)
+	return a.mem.Bytes()[off : off+n]
+}
+
+// Close releases the arena. Safe to call twice.
+func (a *KVArena) Close() error {
+	if a == nil {
+		return nil
+	}
+	a.buf.Close()
+	a.buf = nil
+	a.meta.Close()
+	a.meta = nil
+	if a.mem != nil {
+		err := a.mem.Close()
+		a.mem = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package native
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// ParityOptions configures Parity.
+type ParityOptions struct {
+	N       int     // greedy steps compared (logit vectors), ≥ 1
+	Prompt  []int32 // nil = [BOS]
+	Threads int
+	// KVType is the native engine's KV type. The llama.cpp reference uses F32
+	// when KVType is f32 and F16 otherwise: quantized KV is compared against
+	// the F16 reference.
+	KVType    engine.KVType
+	FlashAttn bool // both engines
+}
+
+// ParityResult compares the native engine's logits with llama.cpp's on the
+// same tokens. Both engines are fed the reference's greedy tokens, so one
+// disagreement does not derail the rest of the comparison.
+type ParityResult struct {
+	N               int     `json:"n"`
+	Top1Agreement   float64 `json:"top1_agreement"`
+	MaxAbsLogitDiff float64 `json:"max_abs_logit_diff"`
+	KLMean          float64 `json:"kl_mean"` // mean KL(reference ‖ native), nats
+	KLMax           float64 `json:"kl_max"`
+	KVType          string  `json:"kv_type"`
+	RefKVType       string  `json:"ref_kv_type"`
+	FlashAttn       bool    `json:"flash_attn"`
+	Tokens          []int32 `json:"tokens"` // the reference's greedy tokens
+}
+
+// Parity runs llama.cpp and the native engine on the model at path.
+func Parity(path string, o ParityOptions) (*ParityResult, error) {
+	if o.N < 1 {
+		return nil, fmt.Errorf("parity: n = %d (want ≥ 1)", o.N)
+	}
+	kvType, err := kvGGMLType(o.KVType)
+	if err != nil {
+		return nil, err
+	}
+	refKV := kernels.KVF16
+	if kvType == kernels.GGMLTypeF32 {
+		refKV = kernels.KVF32
+	}
+	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	model, err := kernels.LoadModel(path, kernels.ModelParams{NoRepack: true})
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+	prompt := o.Prompt
+	if len(prompt) == 0 {
+		prompt = []int32{model.Vocab().BOS()}
+	}
+	nCtx := len(prompt) + o.N
+	if nCtx > eng.Config().NCtxTrain {
+		return nil, fmt.Errorf("parity: %d prompt + %d tokens exceed the model's context %d", len(prompt), o.N, eng.Config().NCtxTrain)
+	}
+	fa := kernels.FlashAttnOff
+	if o.FlashAttn {
+		fa = kernels.FlashAttnOn
+	}
+	rctx, err := kernels.NewContext(model, kernels.ContextParams{NCtx: nCtx, NBatch: max(len(prompt), 1), Threads: o.Threads,
+		TypeK: refKV, TypeV: refKV, FlashAttn: fa})
+	if err != nil {
+		return nil, err
+	}
+	defer rctx.Close()
+	batch, err := kernels.NewBatch(max(len(prompt), 1), 1)
+	if err != nil {
+		return nil, err
+	}
+	defer batch.Close()
+	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads,
+		KVType: o.KVType, FlashAttn: o.FlashAttn})
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+
+	res, err := compareSessions(&llamaRef{ctx: rctx, batch: batch}, sess, prompt, o.N, eng.Config().NVocab)
+	if err != nil {
+		return nil, err
+	}
+	res.KVType, res.RefKVType, res.FlashAttn = kvType.String(), string(refKV), o.FlashAttn
+	return res, nil
+}
+
+// CompareKV runs the native engine twice on the same tokens, with F16 KV
+// (the reference) and with kv, and compares their logits: the cost of KV
+// quantization.
+func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, error) {
+	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	prompt := o.Prompt
+	if len(prompt) == 0 {
+		prompt = []int32{1}
+	}
+	nCtx := len(prompt) + o.N
+	mk := func(t engine.KVType) (*Session, error) {
+		return eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads, KVType: t, FlashAttn: o.FlashAttn})
+	}
+	ref, err := mk(engine.KVF16)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.Close()
+	cand, err := mk(kv)
+	if err != nil {
+		return nil, err
+	}
+	defer cand.Close()
+	res, err := compareSessions(ref, cand, prompt, o.N, eng.Config().NVocab)
+	if err != nil {
+		return nil, err
+	}
+	res.KVType, res.RefKVType, res.FlashAttn = string(kv), "f16 (native)", o.FlashAttn
+	return res, nil
+}
+
+// compareSessions feeds both sessions the prompt and then the reference's
+// greedy tokens for n steps, comparing the last-token logits at each step.
+func compareSessions(ref, cand engine.Session, prompt []int32, n, nv int) (*ParityResult, error) {
+	lr, lc := make([]float32, nv), make([]float32, nv)
+	res := &ParityResult{N: n}
+	toks := prompt
+	agree := 0
+	for step := 0; step < n; step++ {
+		if err := ref.Decode(toks, engine.LogitsLast); err != nil {
+			return nil, fmt.Errorf("reference decode at %d: %w", ref.Len(), err)
+		}
+		if err := cand.Decode(toks, engine.LogitsLast); err != nil {
+			return nil, fmt.Errorf("native decode at %d: %w", cand.Len(), err)
+		}
+		if err := ref.Logits(len(toks)-1, lr); err != nil {
+			return nil, err
+		}
+		if err := cand.Logits(len(toks)-1, lc); err != nil {
+			return nil, err
+		}
+		tr, tc := kernels.Argmax(lr), kernels.Argmax(lc)
+		if tr == tc {
+			agree++
+		}
+		for i := range lr {
+			if d := math.Abs(float64(lr[i] - lc[i])); d > res.MaxAbsLogitDiff || math.IsNaN(d) {
+				res.MaxAbsLogitDiff = d
+			}
+		}
+		kl := KL(lr, lc)
+		res.KLMean += kl
+		res.KLMax = max(res.KLMax, kl)
+		res.Tokens = append(res.Tokens, tr)
+		toks = res.Tokens[len(res.Tokens)-1:]
+	}
+	res.KLMean /= float64(n)
+	res.Top1Agreement = float64(agree) / float64(n)
+	return res, nil
+}
+
+// llamaRef is the minimal engine.Session over a llama.cpp context that the
+// comparison needs (one sequence, positions from 0).
+type llamaRef struct {
+	ctx   *kernels.Context
+	batch *kernels.Batch
+	n     int
+}
+
+func (r *llamaRef) Decode(toks []int32, want engine.LogitsMode) error {
+	r.batch.Clear()
+	for i, t := range toks {
+		if err := r.batch.Add(t, r.n+i, 0, want == engine.LogitsAll || i == len(toks)-1); err != nil {
+			return err
+		}
+	}
+	if err := r.ctx.Decode(r.batch); err != nil {
+		return err
+	}
+	r.n += len(toks)
+	return nil
+}
+func (r *llamaRef) Logits(i int, dst []float32) error { return r.ctx.Logits(i, dst) }
+func (r *llamaRef) Len() int                          { return r.n }
+func (r *llamaRef) Truncate(n int) error              { return fmt.Errorf("llamaRef: truncate not supported") }
+func (r *llamaRef) Close() error                      { return nil }
+
+// KL is the Kullback–Leibler divergence KL(softmax(p) ‖ softmax(q)) in nats.
+func KL(p, q []float32) float64 {
+	lp, lq := logSumExp(p), logSumExp(q)
+	var kl float64
+	for i := range p {
+		a := float64(p[i]) - lp
+		b := float64(q[i]) - lq
+		kl += math.Exp(a) * (a - b)
+	}
+	return max(kl, 0)
+}
+
+func logSumExp(x []float32) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, float64(v))
+	}
+	var s float64
+	for _, v := range x {
+		s += math.Exp(float64(v) - m)
+	}
+	return m + math.Log(s)
+}

@@ -1,0 +1,248 @@
+package native
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// Advice is the kernel access advice for a weight mapping (madvise).
+type Advice string
+
+// Access advice values.
+const (
+	AdviceNormal     Advice = "normal"     // MADV_NORMAL: default readahead
+	AdviceRandom     Advice = "random"     // MADV_RANDOM: no readahead
+	AdviceSequential Advice = "sequential" // MADV_SEQUENTIAL: aggressive readahead
+)
+
+func (a Advice) flag() (int, error) {
+	switch a {
+	case "", AdviceNormal:
+		return unix.MADV_NORMAL, nil
+	case AdviceRandom:
+		return unix.MADV_RANDOM, nil
+	case AdviceSequential:
+		return unix.MADV_SEQUENTIAL, nil
+	}
+	return 0, fmt.Errorf("unknown access advice %q (want normal, random or sequential)", a)
+}
+
+// LayerWeights are one transformer block's tensors: pointers into the
+// mapping, shapes (ne[0] first) in comments.
+type LayerWeights struct {
+	AttnNorm kernels.Tensor // (n_embd)
+	Wq       kernels.Tensor // (n_embd, n_head*head_dim)
+	Wk       kernels.Tensor // (n_embd, n_head_kv*head_dim)
+	Wv       kernels.Tensor // (n_embd, n_head_kv*head_dim)
+	Wo       kernels.Tensor // (n_head*head_dim, n_embd)
+	FFNNorm  kernels.Tensor // (n_embd)
+	WGate    kernels.Tensor // (n_embd, n_ff)
+	WUp      kernels.Tensor // (n_embd, n_ff)
+	WDown    kernels.Tensor // (n_ff, n_embd)
+
+	lo, hi int64 // file byte range covering the layer's tensors
+}
+
+// Weights is one mmap'd GGUF file: the read-only weights of a llama model.
+// Tensors point into the mapping (no copy). Close unmaps; every graph using
+// the tensors must be gone by then.
+type Weights struct {
+	Path   string
+	File   *gguf.File
+	Config Config
+
+	TokEmbd   kernels.Tensor // (n_embd, n_vocab)
+	OutNorm   kernels.Tensor // (n_embd)
+	Output    kernels.Tensor // (n_embd, n_vocab); = TokEmbd when tied
+	RopeFreqs kernels.Tensor // (head_dim/2), llama-3 frequency factors; zero if absent
+	Layers    []LayerWeights
+	Tied      bool
+
+	// DataPageAligned is false when the data section does not start on a
+	// page boundary (it still works: the whole file is mapped).
+	DataPageAligned bool
+
+	mapping []byte
+	buf     *kernels.BackendBuffer
+	meta    *kernels.GGMLContext
+}
+
+// WeightsOptions controls how a file is mapped.
+type WeightsOptions struct {
+	// WillNeedLayers is how many leading layers get MADV_WILLNEED at load
+	// (plus the output head); -1 = all, 0 = none.
+	WillNeedLayers int
+	// Advice is the access advice for the whole mapping.
+	Advice Advice
+}
+
+// OpenWeights parses the GGUF header at path, validates every tensor the
+// llama graph needs, maps the file (MAP_PRIVATE, PROT_READ) and points ggml
+// tensors into the mapping.
+func OpenWeights(path string, o WeightsOptions) (*Weights, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := readConfig(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	adv, err := o.Advice.flag()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	specs := cfg.specs()
+	infos := make([]*gguf.TensorInfo, len(specs))
+	for i := range specs {
+		t, ok := f.Tensor(specs[i].name)
+		if !ok {
+			if specs[i].optional {
+				continue
+			}
+			return nil, fmt.Errorf("%s: %w: %s missing", path, ErrTensor, specs[i].name)
+		}
+		if err := checkTensor(f, &specs[i], t); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		infos[i] = t
+	}
+
+	// Map the whole file: GGUF aligns tensor data to 32 bytes, not to pages,
+	// so mapping only the data section would need an aligned start anyway.
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() != f.FileSize {
+		return nil, fmt.Errorf("%s: file changed size while loading (%d, header saw %d)", path, st.Size(), f.FileSize)
+	}
+	mapping, err := unix.Mmap(int(fd.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+	}
+	w := &Weights{Path: path, File: f, Config: cfg, mapping: mapping,
+		DataPageAligned: f.DataOffset%int64(os.Getpagesize()) == 0}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Close()
+		}
+	}()
+	if err := unix.Madvise(mapping, adv); err != nil {
+		return nil, fmt.Errorf("%s: madvise: %w", path, err)
+	}
+	if w.buf, err = kernels.NewBufferFromPtr(unsafe.Pointer(&mapping[0]), int64(len(mapping))); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	w.buf.SetWeightsUsage()
+	if w.meta, err = kernels.NewGGMLContext(len(specs)+1, 0); err != nil {
+		return nil, err
+	}
+	tensors := make(map[string]kernels.Tensor, len(specs))
+	for i, sp := range specs {
+		t := infos[i]
+		if t == nil {
+			continue
+		}
+		x, err := w.meta.NewTensor(kernels.GGMLType(t.Type), t.Dims...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, sp.name, err)
+		}
+		x.SetName(sp.name)
+		if err := w.buf.Place(x, f.AbsOffset(t)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tensors[sp.name] = x
+	}
+	w.TokEmbd = tensors["token_embd.weight"]
+	w.OutNorm = tensors["output_norm.weight"]
+	w.RopeFreqs = tensors["rope_freqs.weight"]
+	if out, ok := tensors["output.weight"]; ok {
+		w.Output = out
+	} else {
+		w.Output, w.Tied = w.TokEmbd, true
+	}
+	w.Layers = make([]LayerWeights, cfg.NLayer)
+	for i := range w.Layers {
+		b := fmt.Sprintf("blk.%d.", i)
+		l := &w.Layers[i]
+		l.AttnNorm, l.Wq, l.Wk, l.Wv = tensors[b+"attn_norm.weight"], tensors[b+"attn_q.weight"], tensors[b+"attn_k.weight"], tensors[b+"attn_v.weight"]
+		l.Wo, l.FFNNorm = tensors[b+"attn_output.weight"], tensors[b+"ffn_norm.weight"]
+		l.WGate, l.WUp, l.WDown = tensors[b+"ffn_gate.weight"], tensors[b+"ffn_up.weight"], tensors[b+"ffn_down.weight"]
+		l.lo, l.hi = f.FileSize, 0
+		for _, n := range []string{"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"} {
+			t, _ := f.Tensor(b + n + ".weight")
+			l.lo = min(l.lo, f.AbsOffset(t))
+			l.hi = max(l.hi, f.AbsOffset(t)+t.Size)
+		}
+	}
+	// Warm what the first token needs first: the leading layers and the
+	// output head. The rest faults in on use (or by readahead).
+	n := o.WillNeedLayers
+	if n < 0 || n > cfg.NLayer {
+		n = cfg.NLayer
+	}
+	for i := 0; i < n; i++ {
+		w.advise(w.Layers[i].lo, w.Layers[i].hi, unix.MADV_WILLNEED)
+	}
+	if n > 0 {
+		out, _ := f.Tensor("output.weight")
+		if out != nil {
+			w.advise(f.AbsOffset(out), f.AbsOffset(out)+out.Size, unix.MADV_WILLNEED)
+		}
+	}
+	ok = true
+	return w, nil
+}
+
+// advise applies madvise to the file range [lo, hi), widened to pages.
+func (w *Weights) advise(lo, hi int64, advice int) error {
+	ps := int64(os.Getpagesize())
+	lo = lo / ps * ps
+	hi = min((hi+ps-1)/ps*ps, int64(len(w.mapping)))
+	if hi <= lo {
+		return nil
+	}
+	return unix.Madvise(w.mapping[lo:hi], advice)
+}
+
+// AdviseLayer applies madvise to one layer's weights (MADV_WILLNEED before
+// use, MADV_COLD / MADV_PAGEOUT / MADV_DONTNEED when a set stops being used).
+func (w *Weights) AdviseLayer(il int, advice int) error {
+	if il < 0 || il >= len(w.Layers) {
+		return fmt.Errorf("layer %d out of range", il)
+	}
+	return w.advise(w.Layers[il].lo, w.Layers[il].hi, advice)
+}
+
+// Size is the mapped file size.
+func (w *Weights) Size() int64 { return int64(len(w.mapping)) }
+
+// Close unmaps the file. Safe to call twice.
+func (w *Weights) Close() error {
+	if w == nil {
+		return nil
+	}
+	w.buf.Close()
+	w.buf = nil
+	w.meta.Close()
+	w.meta = nil
+	if w.mapping != nil {
+		err := unix.Munmap(w.mapping)
+		w.mapping = nil
+		return err
+	}
+	return nil
+}
