@@ -39,9 +39,12 @@
 // in_ptr, out_ptr and decide (shim_wasip1.go). It owns two static buffers (the
 // encoded Sensors and Decision) and two package-level values; decide decodes
 // the Sensors and the host's pre-filled Decision, calls the registered
-// function, and encodes the Decision back. Nothing is allocated per call
-// (TestNoAlloc; TestWasmMemoryStable runs decide through wazero and checks
-// linear memory does not grow).
+// function, and encodes the Decision back. In the guest the decode and encode
+// are bulk copies of the little-endian wire bytes (wire.go), proven equal to
+// the abi codec by TestWireLayout, TestWireMatchesABI and TestWasmRoundTrip;
+// natively Call uses the abi codec. Nothing is allocated per call
+// (TestCallNoAlloc; TestWasmMemoryStable runs decide through wazero and
+// checks linear memory does not grow).
 //
 // # Panics and state
 //

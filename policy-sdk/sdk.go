@@ -32,28 +32,57 @@ type Exchange struct {
 // holds a Decision with ReasonGuestPanic and the panic message as reason.
 //
 // The wasip1 shim calls Call on its static buffers; native tests may call it
-// to exercise exactly the guest's code path.
-func Call(f DecideFunc, x *Exchange, in, out []byte) (st abi.Status) {
-	if err := abi.DecodeSensors(in, &x.Sensors); err != nil {
+// to exercise the guest's code path. On wasip1 Call decodes and encodes with
+// the bulk-copy wire codec (wire.go), natively with the abi codec; the two
+// give identical results (wire_test.go).
+func Call(f DecideFunc, x *Exchange, in, out []byte) abi.Status {
+	return call(f, x, in, out, wireCodec)
+}
+
+// call is Call with the codec chosen by wire (a constant in the guest).
+func call(f DecideFunc, x *Exchange, in, out []byte, wire bool) (st abi.Status) {
+	var errS, errD error
+	if wire {
+		errS, errD = wireDecodeSensors(in, &x.Sensors), wireDecodeDecision(out, &x.Decision)
+	} else {
+		errS, errD = abi.DecodeSensors(in, &x.Sensors), abi.DecodeDecision(out, &x.Decision)
+	}
+	if errS != nil {
 		return abi.StatusBadSensors
 	}
-	if err := abi.DecodeDecision(out, &x.Decision); err != nil {
+	if errD != nil {
 		return abi.StatusBadDecision
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			x.Decision.SetReason(abi.ReasonGuestPanic, panicText(r))
-			_ = abi.EncodeDecision(out, &x.Decision)
-			st = abi.StatusPanic
+			st = panicked(r, &x.Decision, out, wire)
 		}
 	}()
 	if f == nil {
 		panic("edgellm policy-sdk: no policy registered (call sdk.Register in init)")
 	}
 	f(&x.Sensors, &x.Decision)
-	// out was long enough to decode a Decision, so it is long enough to encode one.
-	_ = abi.EncodeDecision(out, &x.Decision)
+	encodeDecision(out, &x.Decision, wire)
 	return abi.StatusOK
+}
+
+// panicked writes the panic r as the Decision's reason into out and returns
+// StatusPanic (kept out of call's deferred function so that the normal
+// return path stays short).
+func panicked(r any, d *abi.Decision, out []byte, wire bool) abi.Status {
+	d.SetReason(abi.ReasonGuestPanic, panicText(r))
+	encodeDecision(out, d, wire)
+	return abi.StatusPanic
+}
+
+// encodeDecision encodes d into out, which was long enough to decode a
+// Decision and so is long enough to encode one (the error is impossible).
+func encodeDecision(out []byte, d *abi.Decision, wire bool) {
+	if wire {
+		_ = wireEncodeDecision(out, d)
+	} else {
+		_ = abi.EncodeDecision(out, d)
+	}
 }
 
 // panicText renders a recovered value without fmt (which would pull a large

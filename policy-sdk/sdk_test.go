@@ -45,55 +45,67 @@ func TestCall(t *testing.T) {
 		{name: "bad sensors", f: bump, breakIn: true, wantStatus: abi.StatusBadSensors},
 		{name: "bad decision", f: bump, breakOut: true, wantStatus: abi.StatusBadDecision},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := abi.Sensors{CurTier: 2}
-			pre := abi.Decision{Tier: 5}
-			pre.SetReason(abi.ReasonNone, "prefill")
-			in, out := encode(t, &s, &pre)
-			if tc.breakIn {
-				in[0] = 9 // major 9
-			}
-			if tc.breakOut {
-				out = out[:10]
-			}
-			var x Exchange
-			st := Call(tc.f, &x, in, out)
-			if st != tc.wantStatus {
-				t.Fatalf("status %v, want %v", st, tc.wantStatus)
-			}
-			if st == abi.StatusBadSensors || st == abi.StatusBadDecision {
-				return
-			}
-			var d abi.Decision
-			if err := abi.DecodeDecision(out, &d); err != nil {
-				t.Fatal(err)
-			}
-			if st == abi.StatusPanic {
-				if d.ReasonCode != abi.ReasonGuestPanic || d.Reason() != tc.wantReason[:min(len(tc.wantReason), abi.ReasonTextSize)] {
-					t.Fatalf("panic reason %d %q, want %q", d.ReasonCode, d.Reason(), tc.wantReason)
+		for _, wire := range []bool{false, true} {
+			t.Run(tc.name+codecName(wire), func(t *testing.T) {
+				s := abi.Sensors{CurTier: 2}
+				pre := abi.Decision{Tier: 5}
+				pre.SetReason(abi.ReasonNone, "prefill")
+				in, out := encode(t, &s, &pre)
+				if tc.breakIn {
+					in[0] = 9 // major 9
 				}
-				return
-			}
-			if d.Tier != tc.wantTier || d.Reason() != tc.wantReason {
-				t.Fatalf("decision tier %d reason %q, want %d %q", d.Tier, d.Reason(), tc.wantTier, tc.wantReason)
-			}
-		})
+				if tc.breakOut {
+					out = out[:10]
+				}
+				var x Exchange
+				st := call(tc.f, &x, in, out, wire)
+				if st != tc.wantStatus {
+					t.Fatalf("status %v, want %v", st, tc.wantStatus)
+				}
+				if st == abi.StatusBadSensors || st == abi.StatusBadDecision {
+					return
+				}
+				var d abi.Decision
+				if err := abi.DecodeDecision(out, &d); err != nil {
+					t.Fatal(err)
+				}
+				if st == abi.StatusPanic {
+					if d.ReasonCode != abi.ReasonGuestPanic || d.Reason() != tc.wantReason[:min(len(tc.wantReason), abi.ReasonTextSize)] {
+						t.Fatalf("panic reason %d %q, want %q", d.ReasonCode, d.Reason(), tc.wantReason)
+					}
+					return
+				}
+				if d.Tier != tc.wantTier || d.Reason() != tc.wantReason {
+					t.Fatalf("decision tier %d reason %q, want %d %q", d.Tier, d.Reason(), tc.wantTier, tc.wantReason)
+				}
+			})
+		}
 	}
 }
 
-// TestCallNoAlloc: the guest's per-call path does not allocate.
+func codecName(wire bool) string {
+	if wire {
+		return "/wire"
+	}
+	return "/abi"
+}
+
+// TestCallNoAlloc: the guest's per-call path does not allocate, with either
+// codec.
 func TestCallNoAlloc(t *testing.T) {
 	s := abi.Sensors{CurTier: 1}
 	pre := abi.Decision{}
 	in, out := encode(t, &s, &pre)
 	var x Exchange
-	n := testing.AllocsPerRun(1000, func() {
-		if Call(bump, &x, in, out) != abi.StatusOK {
-			t.Fatal("status")
+	for _, wire := range []bool{false, true} {
+		n := testing.AllocsPerRun(1000, func() {
+			if call(bump, &x, in, out, wire) != abi.StatusOK {
+				t.Fatal("status")
+			}
+		})
+		if n != 0 {
+			t.Fatalf("%s: %v allocations per call, want 0", codecName(wire), n)
 		}
-	})
-	if n != 0 {
-		t.Fatalf("%v allocations per call, want 0", n)
 	}
 }
 

@@ -3,7 +3,10 @@
 package sdk_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"testing"
@@ -18,7 +21,7 @@ import (
 	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
 )
 
-// guest is the probe policy instantiated in wazero (compiler mode), called
+// guest is a test policy instantiated in wazero (compiler mode), called
 // exactly as the ABI says: write Sensors at in_ptr, pre-fill the Decision at
 // out_ptr, call decide, read the Decision.
 type guest struct {
@@ -30,9 +33,15 @@ type guest struct {
 	stack   []uint64
 }
 
-func newGuest(t testing.TB) *guest {
+// newGuest builds testdata/probe and instantiates it.
+func newGuest(t testing.TB) *guest { return newGuestFrom(t, "testdata/probe", false) }
+
+// newGuestFrom builds the policy in dir with the extra go build args and
+// instantiates it; deadline compiles it as the host does with a per-call
+// deadline (wazero's termination check at every loop back-edge).
+func newGuestFrom(t testing.TB, dir string, deadline bool, args ...string) *guest {
 	t.Helper()
-	path, err := wasmbuild.Build("testdata/probe", t.TempDir())
+	path, err := wasmbuild.Build(dir, t.TempDir(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +50,8 @@ func newGuest(t testing.TB) *guest {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	g := &guest{rt: wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler()), stack: make([]uint64, 1)}
+	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(deadline)
+	g := &guest{rt: wazero.NewRuntimeWithConfig(ctx, cfg), stack: make([]uint64, 1)}
 	t.Cleanup(func() { g.rt.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, g.rt)
 	g.mod, err = g.rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
@@ -201,4 +211,156 @@ func TestWasmMemoryStable(t *testing.T) {
 	if d.Threads != int32(n+1000) {
 		t.Fatalf("probe call counter = %d, want %d (state across calls)", d.Threads, n+1000)
 	}
+}
+
+// export32 calls an exported func() int32 of the guest.
+func (g *guest) export32(t testing.TB, name string) uint32 {
+	t.Helper()
+	fn := g.mod.ExportedFunction(name)
+	if fn == nil {
+		t.Fatalf("missing export %s", name)
+	}
+	r, err := fn.Call(context.Background())
+	if err != nil || len(r) != 1 {
+		t.Fatalf("%s: %v %v", name, r, err)
+	}
+	return uint32(r[0])
+}
+
+// rawWire returns n random bytes under a valid 1.0 header of size n; one
+// call in eight breaks the major or the size.
+func rawWire(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	for range r.IntN(8) {
+		b[r.IntN(n)] = byte(r.IntN(2)) // bools and small values
+	}
+	binary.LittleEndian.PutUint16(b[0:], abi.VersionMajor)
+	binary.LittleEndian.PutUint16(b[2:], abi.VersionMinor)
+	binary.LittleEndian.PutUint32(b[4:], uint32(n))
+	switch r.IntN(16) {
+	case 0:
+		b[0] = 7
+	case 1:
+		b[4]++
+	}
+	return b
+}
+
+// canonical decodes and re-encodes with abi's reference codec: what a guest
+// must have seen, as bytes (floats by bits, bools as 0/1, reason text
+// clamped). ok is false when abi refuses the buffer.
+func canonicalSensors(raw []byte) ([]byte, bool) {
+	var s abi.Sensors
+	if abi.DecodeSensors(raw, &s) != nil {
+		return nil, false
+	}
+	b := make([]byte, abi.SensorsSize)
+	_ = abi.EncodeSensors(b, &s)
+	return b, true
+}
+
+func canonicalDecision(raw []byte) ([]byte, bool) {
+	var d abi.Decision
+	if abi.DecodeDecision(raw, &d) != nil {
+		return nil, false
+	}
+	b := make([]byte, abi.DecisionSize)
+	_ = abi.EncodeDecision(b, &d)
+	return b, true
+}
+
+// TestWasmRoundTrip writes random wire bytes (NaN payloads, bools that are
+// neither 0 nor 1, reason lengths past 48, garbage in reserved bytes, and
+// now and then a broken header) into the guest's buffers and checks, call by
+// call, that the guest saw exactly the values abi's reference decoder reads
+// (the echo policy re-encodes them with abi's encoder), that the Decision it
+// returns is exactly the reference encoding of the one it was given, and
+// that status and output equal sdk.Call's natively.
+func TestWasmRoundTrip(t *testing.T) {
+	g := newGuestFrom(t, "testdata/echo", true)
+	seenS, seenD := g.export32(t, "seen_sensors_ptr"), g.export32(t, "seen_decision_ptr")
+
+	var x sdk.Exchange
+	var nativeSeenS, nativeSeenD []byte
+	echo := func(s *abi.Sensors, d *abi.Decision) {
+		nativeSeenS, nativeSeenD = make([]byte, abi.SensorsSize), make([]byte, abi.DecisionSize)
+		_ = abi.EncodeSensors(nativeSeenS, s)
+		_ = abi.EncodeDecision(nativeSeenD, d)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	n, ok := 5000, 0
+	if testing.Short() {
+		n = 500
+	}
+	for i := range n {
+		rs, rd := rawWire(r, abi.SensorsSize), rawWire(r, abi.DecisionSize)
+		// Views of guest memory, taken anew: the error paths allocate in the
+		// guest, and a memory.grow moves the host's view of it.
+		in, _ := g.mem.Read(g.in, abi.SensorsSize)
+		out, _ := g.mem.Read(g.out, abi.DecisionSize)
+		gotS, _ := g.mem.Read(seenS, abi.SensorsSize)
+		gotD, _ := g.mem.Read(seenD, abi.DecisionSize)
+		copy(in, rs)
+		copy(out, rd)
+		clear(gotS)
+		clear(gotD)
+		if err := g.decide.CallWithStack(context.Background(), g.stack); err != nil {
+			t.Fatalf("call %d: decide trapped: %v", i, err)
+		}
+		st := abi.Status(int32(uint32(g.stack[0])))
+		out, _ = g.mem.Read(g.out, abi.DecisionSize)
+		gotS, _ = g.mem.Read(seenS, abi.SensorsSize)
+		gotD, _ = g.mem.Read(seenD, abi.DecisionSize)
+
+		// The native run of the same bytes through sdk.Call.
+		nin, nout := bytes.Clone(rs), bytes.Clone(rd)
+		nativeSeenS, nativeSeenD = nil, nil
+		nst := sdk.Call(echo, &x, nin, nout)
+		if st != nst || !bytes.Equal(out, nout) {
+			t.Fatalf("call %d: wasm status %v, native %v; outputs equal: %v", i, st, nst, bytes.Equal(out, nout))
+		}
+
+		wantS, okS := canonicalSensors(rs)
+		wantD, okD := canonicalDecision(rd)
+		switch {
+		case !okS:
+			if st != abi.StatusBadSensors {
+				t.Fatalf("call %d: status %v for a broken Sensors header, want %v", i, st, abi.StatusBadSensors)
+			}
+			continue
+		case !okD:
+			if st != abi.StatusBadDecision {
+				t.Fatalf("call %d: status %v for a broken Decision header, want %v", i, st, abi.StatusBadDecision)
+			}
+			continue
+		case st != abi.StatusOK:
+			t.Fatalf("call %d: status %v", i, st)
+		}
+		ok++
+		if !bytes.Equal(gotS, wantS) || !bytes.Equal(nativeSeenS, wantS) {
+			t.Fatalf("call %d: the guest saw other Sensors than sent: differ at wire offset %d", i, diffAt(gotS, wantS))
+		}
+		if !bytes.Equal(gotD, wantD) || !bytes.Equal(nativeSeenD, wantD) {
+			t.Fatalf("call %d: the guest saw another Decision than sent: differ at wire offset %d", i, diffAt(gotD, wantD))
+		}
+		if !bytes.Equal(out, wantD) {
+			t.Fatalf("call %d: the unchanged Decision came back different from wire offset %d", i, diffAt(out, wantD))
+		}
+	}
+	if ok < n/2 {
+		t.Fatalf("only %d of %d calls had valid headers", ok, n)
+	}
+	t.Logf("%d calls, %d with valid headers, guest and native agree byte for byte", n, ok)
+}
+
+func diffAt(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

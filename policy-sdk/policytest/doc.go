@@ -25,6 +25,10 @@
 // a step whose outcome is not OK and, unless Case.AllowClamps, a step whose
 // decision had to be clamped. Both fail when no case ran.
 //
+// Under `edgellm policy test DIR`, EDGELLM_POLICY_WASM names the module the
+// command built from DIR, and Build(t, ".") returns it instead of building
+// (see Build), so the table runs against exactly that .wasm.
+//
 // Cases are run sequentially; the Check functions may keep no state between
 // runs (use After for assertions over the whole run).
 package policytest

@@ -119,3 +119,48 @@ func TestLimitsFor(t *testing.T) {
 		t.Fatalf("limits %+v", l)
 	}
 }
+
+// TestPrebuilt: EDGELLM_POLICY_WASM replaces a plain Build of the package
+// under test (the working directory) and nothing else.
+func TestPrebuilt(t *testing.T) {
+	mod := filepath.Join(t.TempDir(), "policy.wasm")
+	if err := os.WriteFile(mod, []byte("\x00asm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		env     string
+		dir     string
+		args    []string
+		want    bool
+		wantErr bool
+	}{
+		{name: "unset", dir: "."},
+		{name: "package under test", env: mod, dir: ".", want: true},
+		{name: "same dir spelled differently", env: mod, dir: "../policytest", want: true},
+		{name: "another dir", env: mod, dir: "../testdata/probe"},
+		{name: "extra build flags", env: mod, dir: ".", args: []string{"-ldflags=-X main.x=1"}},
+		{name: "missing file", env: mod + ".missing", dir: ".", wantErr: true},
+		{name: "a directory", env: t.TempDir(), dir: ".", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvWasm, tc.env)
+			p, ok, err := prebuilt(tc.dir, tc.args)
+			if (err != nil) != tc.wantErr || ok != tc.want || (ok && p != tc.env) {
+				t.Fatalf("prebuilt = %q, %v, %v; want ok %v, error %v", p, ok, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestRunWasmPrebuilt runs RunWasm(t, Build(t, "."), …) as a policy's test
+// does under `edgellm policy test`: the module comes from the environment.
+func TestRunWasmPrebuilt(t *testing.T) {
+	mod := Build(t, "../testdata/probe")
+	t.Setenv(EnvWasm, mod)
+	p := Build(t, ".") // "." is not package main: building it would fail
+	if p != mod {
+		t.Fatalf("Build(\".\") = %s, want %s", p, mod)
+	}
+	RunWasm(t, p, feedbackCases(t))
+}

@@ -2,7 +2,10 @@ package policytest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,25 +17,69 @@ import (
 	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
 )
 
+// EnvWasm names the environment variable that holds a prebuilt module for
+// the package under test; `edgellm policy test DIR` sets it to the .wasm it
+// built from DIR.
+const EnvWasm = "EDGELLM_POLICY_WASM"
+
 // Build compiles the policy package in dir (package main with sdk.Register)
 // to a .wasm in a temporary directory and returns its path; args are extra
 // `go build` flags. It always rebuilds, so a test never runs a stale module
 // (Go's build cache keeps it fast).
+//
+// When EDGELLM_POLICY_WASM is set, dir is the package under test (the test's
+// working directory) and there are no extra flags, Build returns that module
+// instead of building, so RunWasm(t, Build(t, "."), cases) tests exactly the
+// .wasm `edgellm policy test` built. Other builds (another directory, or
+// flags such as -ldflags=-X … that the prebuilt module lacks) still compile.
 func Build(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	p, err := wasmbuild.Build(dir, t.TempDir(), args...)
+	p, ok, err := prebuilt(dir, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		t.Logf("using %s=%s instead of building %s", EnvWasm, p, dir)
+		return p
+	}
+	p, err = wasmbuild.Build(dir, t.TempDir(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
+// prebuilt returns $EDGELLM_POLICY_WASM when it applies to a Build of dir
+// with args, and an error when it applies but is not a regular file.
+func prebuilt(dir string, args []string) (string, bool, error) {
+	p := os.Getenv(EnvWasm)
+	if p == "" || len(args) > 0 {
+		return "", false, nil
+	}
+	abs, err1 := filepath.Abs(dir)
+	wd, err2 := os.Getwd()
+	if err1 != nil || err2 != nil || abs != wd {
+		return "", false, nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", false, errors.New(EnvWasm + ": " + err.Error())
+	}
+	if !fi.Mode().IsRegular() {
+		return "", false, errors.New(EnvWasm + "=" + p + ": not a regular file")
+	}
+	return p, true, nil
+}
+
 // wasmDeadline is generous: these tests check decisions, not latency, and the
-// shared CI machines are noisy. The host's default is 2 ms.
+// shared CI machines are noisy. The host's default is 5 ms
+// (policy.DefaultDeadline).
 const wasmDeadline = 2 * time.Second
 
 // RunWasm runs the cases against the module at wasmPath through the real
-// host runtime (host/policy), one fresh Runtime per case.
+// host runtime (host/policy), one fresh Runtime per case. Get wasmPath from
+// Build, which honours EDGELLM_POLICY_WASM (the module `edgellm policy test`
+// built) instead of building.
 func RunWasm(t *testing.T, wasmPath string, cases []Case) {
 	t.Helper()
 	ctx := context.Background()
