@@ -144,6 +144,11 @@ func PolicyLimits(eng Engine, nCtx int) policy.Limits {
 // been built with PolicyLimits(eng, nCtx) and have a module loaded.
 func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, nCtx, threads int, kv KVType, changes io.Writer) *Adapter {
 	a := &Adapter{rt: rt, src: src, eng: eng, sess: sess, log: changes, start: time.Now(), MinInterval: DefaultMinInterval}
+	if _, ok := src.(*TraceSensors); ok {
+		// A trace's clock is the step count, not the wall clock: the step
+		// cadence alone paces the policy, so replays are reproducible.
+		a.MinInterval = 0
+	}
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
