@@ -357,3 +357,68 @@ func TestClosedHandles(t *testing.T) {
 		t.Errorf("Add on closed batch = %v", err)
 	}
 }
+
+// TestBatchLogitsMatchSequential: logits for every index of one prompt batch
+// (speculative verify) equal those of decoding the tokens one at a time.
+func TestBatchLogitsMatchSequential(t *testing.T) {
+	m := loadStories(t)
+	prompt, err := m.Vocab().Tokenize("Once upon a time, there was a", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, nv := len(prompt), m.NVocab()
+	batched := make([]float32, n*nv)
+	c := newCtx(t, m, ContextParams{NCtx: 256})
+	b := newBatch(t, n, 1)
+	for i, tok := range prompt {
+		b.Add(tok, i, 0, true)
+	}
+	if err := c.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range prompt {
+		if err := c.Logits(i, batched[i*nv:(i+1)*nv]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq := newCtx(t, m, ContextParams{NCtx: 256})
+	one := newBatch(t, 1, 1)
+	row := make([]float32, nv)
+	for i, tok := range prompt {
+		one.Clear()
+		one.Add(tok, i, 0, true)
+		if err := seq.Decode(one); err != nil {
+			t.Fatal(err)
+		}
+		seq.Logits(0, row)
+		want := batched[i*nv : (i+1)*nv]
+		if Argmax(row) != Argmax(want) {
+			t.Fatalf("position %d: argmax %d sequential, %d batched", i, Argmax(row), Argmax(want))
+		}
+		for j := range row {
+			if d := math.Abs(float64(row[j] - want[j])); d > 1e-3 {
+				t.Fatalf("position %d token %d: |%g - %g| = %g", i, j, row[j], want[j], d)
+			}
+		}
+	}
+}
+
+func TestPerfCounters(t *testing.T) {
+	m := loadStories(t)
+	c := newCtx(t, m, ContextParams{NCtx: 256})
+	b := newBatch(t, 8, 1)
+	greedy(t, c, b, []int32{1, 400, 300, 200}, 0, 5) // 4-token prompt, then 4 single steps
+	p := c.Perf()
+	if p.NPromptEval != 4 || p.NEval != 4 || p.PromptEval <= 0 || p.Eval <= 0 {
+		t.Fatalf("Perf = %+v, want 4 prompt tokens and 4 single decodes", p)
+	}
+	c.PerfReset()
+	if p := c.Perf(); p.Eval != 0 || p.PromptEval != 0 {
+		t.Fatalf("after PerfReset: %+v", p)
+	}
+	off := newCtx(t, m, ContextParams{NCtx: 256, NoPerf: true})
+	greedy(t, off, b, []int32{1}, 0, 3)
+	if p := off.Perf(); p.Eval != 0 {
+		t.Fatalf("NoPerf context counts: %+v", p)
+	}
+}

@@ -243,6 +243,21 @@ func (m *Model) MetaKeys() []string {
 	return keys
 }
 
+// NFF is the feed-forward width (<arch>.feed_forward_length of the first
+// layer; 0 if absent).
+func (m *Model) NFF() int {
+	s, ok := m.Meta(m.Arch() + ".feed_forward_length")
+	if !ok {
+		return 0
+	}
+	// Per-layer arrays are summarised as "arr[...]" by llama.cpp: no value.
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
 // Arch is general.architecture, e.g. "llama".
 func (m *Model) Arch() string {
 	s, _ := m.Meta("general.architecture")

@@ -25,6 +25,7 @@ func TestModelMetadata(t *testing.T) {
 		{"NHead", m.NHead(), 8},
 		{"NHeadKV", m.NHeadKV(), 4},
 		{"NCtxTrain", m.NCtxTrain(), 2048},
+		{"NFF", m.NFF(), 172},
 		{"Vocab.NVocab", m.Vocab().NVocab(), 512},
 	} {
 		if tc.got != tc.want {

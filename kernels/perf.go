@@ -10,12 +10,12 @@ import "time"
 // Perf is llama_perf_context: llama.cpp's own timing of a Context. Counters
 // are zero when the Context was created with NoPerf.
 type Perf struct {
-	Load       time.Duration // model load, as measured by the context
-	PromptEval time.Duration // batches of more than one token
-	Eval       time.Duration // single-token decodes
-	NPromptEval int          // tokens evaluated in prompt batches
-	NEval       int          // single-token decodes
-	NReused     int          // compute graphs reused
+	Load        time.Duration // model load, as measured by the context
+	PromptEval  time.Duration // batches of more than one token
+	Eval        time.Duration // single-token decodes
+	NPromptEval int           // tokens evaluated in prompt batches
+	NEval       int           // single-token decodes
+	NReused     int           // compute graphs reused
 }
 
 // Perf reads the context's performance counters. llama.cpp reports counts of

@@ -164,7 +164,7 @@ func TestTokenizeEdgeCases(t *testing.T) {
 		{"bos-added", "Lily", true, false, func(t []int32) bool { return len(t) >= 2 && t[0] == 1 }},
 		{"special-parsed", "<s>", false, true, func(t []int32) bool { return slices.Equal(t, []int32{1}) }},
 		{"special-as-text", "<s>", false, false, func(t []int32) bool { return len(t) > 1 }},
-		// Longer than the first guess would be if it were bytes/4: retries.
+		// Many tokens in one call.
 		{"long", strings.Repeat("a b ", 3000), false, false, func(t []int32) bool { return len(t) >= 3000 }},
 		{"invalid-utf8", "\xff\xfe", false, false, func(t []int32) bool { return len(t) > 0 }},
 	} {
