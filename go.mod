@@ -12,6 +12,7 @@ require (
 	github.com/ollama/ollama v0.17.4
 	github.com/spf13/pflag v1.0.10
 	github.com/tetratelabs/wazero v1.12.0
+	go.yaml.in/yaml/v3 v3.0.3
 	golang.org/x/sys v0.49.0
 )
 
@@ -20,5 +21,4 @@ require (
 	github.com/knadh/koanf/maps v0.1.2 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
-	go.yaml.in/yaml/v3 v3.0.3 // indirect
 )

@@ -29,6 +29,7 @@ func init() {
 			fs.StringSlice("swap-at", nil, "swap tiers after these generated token counts (with --tiers)")
 			fs.StringSlice("swap-to", nil, "tier index to swap to at each --swap-at")
 			addPolicyFlags(fs)
+			addRunStatsFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runRun,
@@ -85,6 +86,7 @@ type runOptions struct {
 	Verbose         bool     `koanf:"verbose"`
 	samplingOptions `koanf:",squash"`
 	policyOptions   `koanf:",squash"`
+	runStatsOptions `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -157,7 +159,7 @@ func runRun(c *cmdEnv, args []string) error {
 	} else {
 		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, Notices: c.Stderr})
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Notices: c.Stderr})
 	if err != nil {
 		return err
 	}
@@ -190,8 +192,13 @@ func runRun(c *cmdEnv, args []string) error {
 	if o.Prompt != "" {
 		fmt.Fprint(out, o.Prompt)
 	}
+	rs, err := openRunStats(o.StatsJSON, eng)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
 	var piece []byte
-	first := true
+	first, nTok := true, 0
 	emit := func(tok int32) error {
 		piece = vocab.Piece(piece[:0], tok)
 		if first && o.Prompt == "" && len(piece) > 0 && piece[0] == ' ' {
@@ -199,6 +206,8 @@ func runRun(c *cmdEnv, args []string) error {
 		}
 		first = false
 		out.Write(piece)
+		rs.token(nTok)
+		nTok++
 		return out.Flush()
 	}
 
@@ -237,7 +246,9 @@ func runRun(c *cmdEnv, args []string) error {
 			return nil
 		}
 	}
+	rs.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, vocab, prompt, opts, emit)
+	rs.end(st, err)
 	fmt.Fprintln(out)
 	out.Flush()
 	if err != nil {

@@ -1,0 +1,347 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/edgellm/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/internal/scenario"
+	"github.com/edgellm/edgellm/internal/sharedtest"
+)
+
+// The scenario runner starts engines with os.Executable(): in a test that
+// is this test binary, which acts as `edgellm` when this variable is set.
+// (An init in a _test.go file runs after every command has registered.)
+const scenarioEngineEnv = "EDGELLMTEST_SCENARIO_ENGINE"
+
+func init() {
+	if os.Getenv(scenarioEngineEnv) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	scenarioChildEnv = []string{scenarioEngineEnv + "=1"}
+}
+
+// cgroupsWritable says whether this machine lets us create cgroups with a
+// memory limit (the runner falls back to simulated pressure otherwise).
+func cgroupsWritable(t *testing.T) (bool, string) {
+	t.Helper()
+	cg, err := pressure.NewCgroup("scenario-test-probe")
+	if err != nil {
+		if errors.Is(err, pressure.ErrUnavailable) {
+			return false, err.Error()
+		}
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	if err := cg.SetMemoryLimit(64 << 20); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// runScenarioCLI runs `edgellm scenario run FILE -o DIR --json` in process.
+func runScenarioCLI(t *testing.T, file string, extra ...string) (*scenario.Report, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"scenario", "run", file, "-o", dir, "--json"}, extra...)
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("edgellm %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
+	}
+	var rep scenario.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, stdout.String())
+	}
+	t.Logf("%s\n%s", stderr.String(), tableOf(&rep))
+	for _, f := range []string{"report.json", "report.html"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	for _, p := range rep.Policies {
+		for _, d := range p.CgroupDirs {
+			if _, err := os.Stat(d); !os.IsNotExist(err) {
+				t.Errorf("policy %s: cgroup %s left behind (%v)", p.Name, d, err)
+			}
+		}
+	}
+	return &rep, dir, stderr.String()
+}
+
+func tableOf(r *scenario.Report) string {
+	var b bytes.Buffer
+	scenario.WriteTable(&b, r)
+	return b.String()
+}
+
+func policyResult(t *testing.T, r *scenario.Report, name string) *scenario.PolicyResult {
+	t.Helper()
+	for i := range r.Policies {
+		if r.Policies[i].Name == name {
+			return &r.Policies[i]
+		}
+	}
+	t.Fatalf("no policy %q in the report", name)
+	return nil
+}
+
+func hasEvent(p *scenario.PolicyResult, substr string) bool {
+	for _, e := range p.Events {
+		if strings.Contains(e.What, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestScenarioMemory: under a cgroup memory limit with two hogs, the
+// static-highest policy is OOM-killed and the default policy, reading the
+// cgroup's usage/limit through live sensors, finishes without an OOM kill.
+func TestScenarioMemory(t *testing.T) {
+	ok, why := cgroupsWritable(t)
+	if !ok {
+		rep, _, stderr := runScenarioCLI(t, "../../testdata/scenarios/memory-hog.yaml")
+		assertSimulated(t, rep, stderr)
+		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
+	}
+	rep, _, _ := runScenarioCLI(t, "../../testdata/scenarios/memory-hog.yaml")
+	if rep.Simulated {
+		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
+	}
+	st := policyResult(t, rep, "static-highest")
+	if !st.OOMKilled || st.Completed || st.OOMKills == 0 {
+		t.Errorf("static-highest: %s (OOM kills %d), want OOM-killed", st.Outcome, st.OOMKills)
+	}
+	if st.Tokens >= rep.N {
+		t.Errorf("static-highest generated all %d tokens although OOM-killed", st.Tokens)
+	}
+	def := policyResult(t, rep, "default")
+	if !def.Completed || def.OOMKilled || def.OOMKills != 0 || def.Tokens != rep.N {
+		t.Errorf("default: %s, %d/%d tokens, OOM kills %d; want completed with none", def.Outcome, def.Tokens, rep.N, def.OOMKills)
+	}
+	// The pressure reached the policy: it went down for memory.
+	if def.TierSwaps == 0 || !hasEvent(def, "memory low") {
+		t.Errorf("default made %d tier swaps, none for memory: %+v", def.TierSwaps, def.Events)
+	}
+	if def.MeanBitsPerWeight >= st.MeanBitsPerWeight || def.MeanBitsPerWeight <= 0 {
+		t.Errorf("mean bits/weight: default %.2f, static %.2f", def.MeanBitsPerWeight, st.MeanBitsPerWeight)
+	}
+	for _, p := range []*scenario.PolicyResult{st, def} {
+		if len(p.Samples) == 0 || p.PeakRSSMB <= 0 || p.PeakPSSMB <= 0 || p.PeakCgroupMB <= 0 {
+			t.Errorf("%s: no memory samples (peak RSS %.1f, PSS %.1f, cgroup %.1f)", p.Name, p.PeakRSSMB, p.PeakPSSMB, p.PeakCgroupMB)
+		}
+		if len(p.Hogs) == 0 {
+			t.Errorf("%s: no hog started", p.Name)
+		}
+	}
+}
+
+// TestScenarioThermal: once the CPU quota drops (and the trace says
+// SEVERE), default moves to the lower tier and keeps a higher mean tok/s
+// than static-highest.
+func TestScenarioThermal(t *testing.T) {
+	if ok, why := cgroupsWritable(t); !ok {
+		rep, _, stderr := runScenarioCLI(t, "../../testdata/scenarios/thermal-throttle.yaml")
+		assertSimulated(t, rep, stderr)
+		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
+	}
+	rep, _, _ := runScenarioCLI(t, "../../testdata/scenarios/thermal-throttle.yaml")
+	if rep.Simulated {
+		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
+	}
+	st := policyResult(t, rep, "static-highest")
+	def := policyResult(t, rep, "default")
+	for _, p := range []*scenario.PolicyResult{st, def} {
+		if !p.Completed || p.Tokens != rep.N {
+			t.Errorf("%s: %s after %d tokens", p.Name, p.Outcome, p.Tokens)
+		}
+		if p.CPUThrottled == 0 {
+			t.Errorf("%s: the cgroup was never throttled: the quota did not bite", p.Name)
+		}
+	}
+	if !hasEvent(def, "thermal severe") || def.TierSwaps == 0 {
+		t.Errorf("default did not go down for the thermal status: %+v", def.Events)
+	}
+	if st.TierSwaps != 0 {
+		t.Errorf("static-highest swapped %d times", st.TierSwaps)
+	}
+	t.Logf("throttled mean tok/s: default %.2f, static-highest %.2f (ratio %.2f)",
+		def.MeanTPSThrottled, st.MeanTPSThrottled, def.MeanTPSThrottled/st.MeanTPSThrottled)
+	if !(def.MeanTPSThrottled > st.MeanTPSThrottled) {
+		t.Errorf("throttled mean tok/s: default %.2f ≤ static-highest %.2f", def.MeanTPSThrottled, st.MeanTPSThrottled)
+	}
+}
+
+// TestScenarioSimulatedFallback forces the fallback (what a machine without
+// writable cgroups gets) and checks it is labelled SIMULATED everywhere.
+func TestScenarioSimulatedFallback(t *testing.T) {
+	dir := t.TempDir()
+	spec := strings.Replace(readFile(t, "../../testdata/scenarios/memory-hog.yaml"), "n: 96", "n: 24", 1)
+	spec = strings.ReplaceAll(spec, "at_token: 64", "at_token: 20")
+	spec = strings.ReplaceAll(spec, "../../../shared/", filepath.Join(absDir(t, "../../.."), "shared")+"/")
+	file := filepath.Join(dir, "sim.yaml")
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, out, stderr := runScenarioCLI(t, file, "--simulate")
+	assertSimulated(t, rep, stderr)
+	html := readFile(t, filepath.Join(out, "report.html"))
+	if !strings.Contains(html, "SIMULATED") {
+		t.Error("report.html does not say SIMULATED")
+	}
+	svg := readFile(t, filepath.Join(out, "default-memory.svg"))
+	if !strings.Contains(svg, "SIMULATED") {
+		t.Error("charts do not say SIMULATED")
+	}
+	def := policyResult(t, rep, "default")
+	if !def.Completed || len(def.CgroupDirs) != 0 || def.OOMKills != 0 {
+		t.Errorf("simulated default: %s, cgroups %v, OOM kills %d", def.Outcome, def.CgroupDirs, def.OOMKills)
+	}
+	// The simulated cgroup readings (top tier + hogs > 90% of the limit)
+	// still reach the policy through the trace.
+	if !hasEvent(def, "memory low") {
+		t.Errorf("simulated default never saw low memory: %+v", def.Events)
+	}
+}
+
+func assertSimulated(t *testing.T, rep *scenario.Report, stderr string) {
+	t.Helper()
+	if !rep.Simulated || !strings.Contains(rep.Pressure, "SIMULATED") {
+		t.Errorf("report: simulated %v, pressure %q; want SIMULATED", rep.Simulated, rep.Pressure)
+	}
+	if !strings.Contains(stderr, "SIMULATED") {
+		t.Errorf("stderr does not say SIMULATED:\n%s", stderr)
+	}
+	if !strings.Contains(rep.Sensors, "SIMULATED") && rep.Memory != nil {
+		t.Errorf("sensors %q not labelled SIMULATED", rep.Sensors)
+	}
+}
+
+// TestScenarioInterruptCleansUp cancels a run (what Ctrl-C does) while the
+// engine decodes under a memory limit: the engine and its cgroup are gone
+// when Run returns.
+func TestScenarioInterruptCleansUp(t *testing.T) {
+	if ok, why := cgroupsWritable(t); !ok {
+		t.Skipf("cgroups not writable here (%s)", why)
+	}
+	spec, err := scenario.ReadFile("../../testdata/scenarios/memory-hog.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pid int
+	var dirs []string
+	_, err = scenario.Run(ctx, spec, scenario.Options{OutDir: t.TempDir(), Env: scenarioChildEnv,
+		OnEngineStart: func(p int, d []string) {
+			pid, dirs = p, d
+			time.AfterFunc(1500*time.Millisecond, cancel)
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel: %v, want context.Canceled", err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("the engine ran in no cgroup")
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("engine %d still running", pid)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s left behind", d)
+		}
+	}
+}
+
+func TestScenarioBadArguments(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\nmodle: {}\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no file", []string{"scenario", "run", "-o", dir}, 2, "one scenario file"},
+		{"no output", []string{"scenario", "run", bad}, 2, "--output"},
+		{"missing file", []string{"scenario", "run", filepath.Join(dir, "nope.yaml"), "-o", dir}, 1, "nope.yaml"},
+		{"unknown key", []string{"scenario", "run", bad, "-o", dir}, 1, "modle"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func absDir(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestRunStatsJSON: run --stats-json writes a start line, one line per
+// token with the tier that produced it, and an end line; --no-mmap loads.
+func TestRunStatsJSON(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
+	stats := filepath.Join(t.TempDir(), "stats.jsonl")
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "--tiers", tiers, "--no-mmap", "--stats-json", stats, "-n", "12", "--temp", "0",
+		"--swap-at", "6", "--swap-to", "1", "--ctx", "64"}
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var events []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, stats)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		events = append(events, ev)
+	}
+	if len(events) != 14 || events[0]["event"] != "start" || events[13]["event"] != "end" {
+		t.Fatalf("want start, 12 tokens, end; got %d lines: %v", len(events), events)
+	}
+	if events[0]["n_tiers"] != 2.0 || events[13]["generated"] != 12.0 || events[13]["error"] != "" {
+		t.Errorf("start %v, end %v", events[0], events[13])
+	}
+	var prev float64
+	for i, ev := range events[1:13] {
+		wantTier := 0.0
+		if i >= 6 {
+			wantTier = 1
+		}
+		if ev["event"] != "token" || ev["i"] != float64(i) || ev["tier"] != wantTier || ev["unix_us"].(float64) < prev {
+			t.Errorf("token line %d: %v (want tier %v)", i, ev, wantTier)
+		}
+		prev = ev["unix_us"].(float64)
+	}
+}

@@ -1,0 +1,25 @@
+// Package scenario runs the real engine under real memory and CPU pressure
+// and compares policies side by side: `edgellm scenario run FILE.yaml`.
+//
+// A scenario file (see Spec; testdata/scenarios has examples) names a tier
+// ladder (GGUF files, or a SYNTHETIC model made at several types with one
+// seed), a prompt, the policies to compare and the pressure: a cgroup
+// memory limit with background apps (memory hogs) that start at a time or
+// token, or a CPU-quota schedule emulating thermal throttling with the
+// matching thermal status in the trace the policy reads. Run executes each
+// policy as a child process `edgellm run …` inside a fresh cgroup (so an
+// OOM kill hits the child, never the runner), samples its RSS/PSS and the
+// cgroup's usage, follows its per-token statistics (--stats-json) and
+// applies the schedule. WriteReport writes report.json, SVG charts and an
+// HTML page with the policies side by side.
+//
+// Where cgroups cannot be written the pressure is SIMULATED: the policy
+// reads a trace instead, no limit or quota is applied, and the report,
+// HTML and log lines say so. See RATIONALE.md for the design choices.
+//
+// Run is not safe for concurrent use with the same output directory. Every
+// cgroup and process it creates is removed before it returns, also when its
+// context is cancelled (Ctrl-C); a runner killed with SIGKILL leaves a
+// cgroup that the next run sweeps (internal/pressure), and its children die
+// with it (PR_SET_PDEATHSIG).
+package scenario

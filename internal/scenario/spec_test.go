@@ -1,0 +1,77 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+const goodSpec = `
+name: t
+model: {tiers: [a.gguf, b.gguf]}
+n: 32
+policies: [{name: d, builtin: default}]
+memory: {limit_mb: 100, hog: {at_token: 4, mb: 10}}
+`
+
+func TestParse(t *testing.T) {
+	s, err := Parse(strings.NewReader(goodSpec), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Threads != 1 || s.Ctx != 512 || len(s.Memory.Hogs) != 1 || s.Memory.Hog != nil || s.path("a.gguf") != "/x/a.gguf" {
+		t.Errorf("defaults/hog shorthand not applied: %+v %+v", s, s.Memory)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, edit, want string
+	}{
+		{"unknown top key", "n: 32\nmodle: 1", "field modle not found"},
+		{"unknown nested key", "memory: {limit_mb: 100, hogz: []}", "field hogz not found"},
+		{"malformed n", "n: lots", "cannot unmarshal"},
+		{"bad name", "name: a/b", `name "a/b"`},
+		{"n too big for ctx", "n: 600", "does not fit in ctx"},
+		{"no policies", "policies: []", "at least one"},
+		{"wasm and builtin", "policies: [{name: d, builtin: default, wasm: x.wasm}]", "exactly one of wasm or builtin"},
+		{"duplicate policy", "policies: [{name: d, builtin: default}, {name: d, builtin: static}]", "used twice"},
+		{"one tier", "model: {tiers: [a.gguf]}", "at least 2 files"},
+		{"tiers and synth", "model: {tiers: [a, b], synth: {shape: tiny, types: [q8_0, q4_0]}}", "exactly one of tiers or synth"},
+		{"bad synth type", "model: {synth: {shape: tiny, types: [q8_0, q9_9]}}", "model.synth.types"},
+		{"bad shape", "model: {synth: {shape: huge, types: [q8_0, q4_0]}}", `shape "huge"`},
+		{"low limit", "memory: {limit_mb: 1}", "memory.limit_mb 1"},
+		{"hog both triggers", "memory: {limit_mb: 100, hog: {at_ms: 1, at_token: 2, mb: 10}}", "exactly one of at_ms or at_token"},
+		{"hog after n", "memory: {limit_mb: 100, hog: {at_token: 40, mb: 10}}", "at_token 40"},
+		{"hog size", "memory: {limit_mb: 100, hog: {at_token: 1, mb: 0}}", "mb 0"},
+		{"no pressure", "memory: null", "no pressure"},
+		{"both pressures", "thermal: {schedule: [{at_token: 1, cpus: 0.5, status: severe}]}", "split it in two"},
+		{"thermal at_ms", "memory: null\nthermal: {schedule: [{at_ms: 100, cpus: 0.5, status: severe}]}", "at_ms is not supported"},
+		{"thermal status", "memory: null\nthermal: {schedule: [{at_token: 1, cpus: 0.5, status: toasty}]}", `status "toasty"`},
+		{"thermal order", "memory: null\nthermal: {schedule: [{at_token: 5, status: severe}, {at_token: 5, status: none}]}", "increasing"},
+		{"negative quota", "memory: null\nthermal: {schedule: [{at_token: 5, cpus: -1, status: severe}]}", "cpus -1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Later keys override earlier ones in the edit: apply it by
+			// replacing the keys it sets.
+			spec := goodSpec
+			for _, line := range strings.Split(tc.edit, "\n") {
+				key, _, _ := strings.Cut(line, ":")
+				var kept []string
+				for _, l := range strings.Split(spec, "\n") {
+					if !strings.HasPrefix(l, key+":") {
+						kept = append(kept, l)
+					}
+				}
+				spec = strings.Join(kept, "\n") + "\n" + line + "\n"
+			}
+			_, err := Parse(strings.NewReader(spec), ".")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want it to mention %q\nspec:\n%s", err, tc.want, spec)
+			}
+		})
+	}
+	if _, err := Parse(strings.NewReader(""), "."); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty file: %v", err)
+	}
+}
