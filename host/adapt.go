@@ -91,6 +91,12 @@ func (t *TraceSensors) Describe() string {
 // between steps.
 type ThreadSetter interface{ SetThreads(n int) error }
 
+// WindowSetter is implemented by sessions with a ring KV cache: keep the
+// first anchors positions and the most recent window (the native engine).
+type WindowSetter interface {
+	SetWindow(anchors, window int) error
+}
+
 // tierReporter is implemented by engines loaded as tier ladders.
 type tierReporter interface{ Tiers() (n, cur int) }
 
@@ -114,6 +120,8 @@ type Adapter struct {
 	// DefaultMinInterval; 0 calls at every cadence step).
 	MinInterval time.Duration
 	lastCall    time.Time
+
+	ctx int // the session's context length
 
 	// Calls, Changes, Failures and PolicyTime count what the adapter did.
 	Calls, Changes, Failures, Swaps int
@@ -159,6 +167,7 @@ func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 	a.cur = abi.Decision{Tier: int32(tier), Window: int32(nCtx), Threads: int32(threads),
 		CadenceSteps: DefaultCadence, KVType: kvToABI(kv)}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
+	a.ctx = nCtx
 	return a
 }
 
@@ -267,9 +276,28 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	// Limits keep them within what this engine supports; engines without
 	// those capabilities keep the current values.
 	caps := a.eng.Capabilities()
-	if !caps.SlidingWindow {
-		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
+	ws, canWindow := a.sess.(WindowSetter)
+	if caps.SlidingWindow && canWindow && (d.Window != old.Window || d.Anchors != old.Anchors) {
+		// A window as large as the context means no eviction; the runtime
+		// already clamped it to the context.
+		window, anchors := int(d.Window), int(d.Anchors)
+		if window >= a.ctx {
+			window = 0
+		} else if anchors+window+1 > a.ctx {
+			window = a.ctx - anchors - 1
+		}
+		if err := ws.SetWindow(anchors, window); err != nil {
+			if a.log != nil {
+				fmt.Fprintf(a.log, "[policy step %d: window %d anchors %d not applied: %v]\n", step, d.Window, d.Anchors, err)
+			}
+			d.Window, d.Anchors = old.Window, old.Anchors
+		} else {
+			changes = append(changes, fmt.Sprintf("window %d→%d anchors %d→%d", old.Window, d.Window, old.Anchors, d.Anchors))
+		}
+	} else {
+		d.Window, d.Anchors = old.Window, old.Anchors
 	}
+	d.LayerWindowScale = old.LayerWindowScale // per-layer windows: not yet in any engine
 	if !caps.Speculative {
 		d.SpecK = old.SpecK
 	}

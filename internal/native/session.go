@@ -413,3 +413,6 @@ func (s *Session) Close() error {
 	s.kv = nil
 	return err
 }
+
+// KVBytesPerToken is the KV arena's bytes per token over all layers.
+func (s *Session) KVBytesPerToken() int64 { return s.stats.KVBytesToken }

@@ -161,13 +161,9 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 			return err
 		}
 	}
-	vocab, err := gguf.Open(opts.VocabPath)
+	vocabKVs, nTokens, err := tokenizerKVs(opts.VocabPath)
 	if err != nil {
-		return fmt.Errorf("vocabulary: %w", err)
-	}
-	tokens, err := vocab.GetStringArray("tokenizer.ggml.tokens")
-	if err != nil {
-		return fmt.Errorf("vocabulary %s: %w", opts.VocabPath, err)
+		return err
 	}
 
 	tmp := opts.Out + ".tmp"
@@ -196,7 +192,7 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 			"SYNTHETIC: random weights in the shape of %s (edgellm synth, seed %d); not a trained model", s.Name, opts.Seed))},
 		{Key: gguf.KeyFileType, Value: gguf.Uint32(ft)},
 		{Key: "general.quantization_version", Value: gguf.Uint32(2)},
-		{Key: "llama.vocab_size", Value: gguf.Uint32(uint32(len(tokens)))},
+		{Key: "llama.vocab_size", Value: gguf.Uint32(uint32(nTokens))},
 		{Key: "llama.context_length", Value: gguf.Uint32(uint32(s.NCtx))},
 		{Key: "llama.embedding_length", Value: gguf.Uint32(uint32(s.NEmbd))},
 		{Key: "llama.block_count", Value: gguf.Uint32(uint32(s.NLayer))},
@@ -207,17 +203,13 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 		{Key: "llama.rope.freq_base", Value: gguf.Float32(float32(s.RopeBase))},
 		{Key: "llama.attention.layer_norm_rms_epsilon", Value: gguf.Float32(float32(s.RMSEps))},
 	}
-	for _, kv := range vocab.KV {
-		if strings.HasPrefix(kv.Key, "tokenizer.") {
-			kvs = append(kvs, kv)
-		}
-	}
+	kvs = append(kvs, vocabKVs...)
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return err
 		}
 	}
-	specs := plan(s, opts.Type, len(tokens))
+	specs := plan(s, opts.Type, nTokens)
 	for _, sp := range specs {
 		if err := w.AddTensor(sp.name, sp.dims, sp.typ); err != nil {
 			return err
@@ -350,4 +342,47 @@ func fillUniform(dst []float32, a float32, seed, stream uint64) {
 	if i < len(dst) {
 		dst[i] = (float32(rng.Uint64()>>40)*inv - 1) * a
 	}
+}
+
+// BuiltinByteVocab, as Options.VocabPath, selects a minimal built-in
+// SentencePiece vocabulary: <unk>, <s>, </s> and the 256 byte tokens, so
+// every text tokenizes by byte fallback. It needs no file: it is the
+// tokenizer of last resort (the default model when ../shared is missing).
+const BuiltinByteVocab = "builtin:bytes"
+
+// tokenizerKVs returns the tokenizer.* metadata to copy and the token count.
+func tokenizerKVs(path string) ([]gguf.KV, int, error) {
+	if path == BuiltinByteVocab {
+		tokens := []string{"<unk>", "<s>", "</s>"}
+		types := []int32{2, 3, 3} // unknown, control, control
+		for b := 0; b < 256; b++ {
+			tokens = append(tokens, fmt.Sprintf("<0x%02X>", b))
+			types = append(types, 6) // byte
+		}
+		scores := make([]float32, len(tokens))
+		return []gguf.KV{
+			{Key: "tokenizer.ggml.model", Value: gguf.String("llama")},
+			{Key: "tokenizer.ggml.tokens", Value: gguf.Strings(tokens)},
+			{Key: "tokenizer.ggml.scores", Value: gguf.Float32s(scores)},
+			{Key: "tokenizer.ggml.token_type", Value: gguf.Int32s(types)},
+			{Key: "tokenizer.ggml.unknown_token_id", Value: gguf.Uint32(0)},
+			{Key: "tokenizer.ggml.bos_token_id", Value: gguf.Uint32(1)},
+			{Key: "tokenizer.ggml.eos_token_id", Value: gguf.Uint32(2)},
+		}, len(tokens), nil
+	}
+	vocab, err := gguf.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("vocabulary: %w", err)
+	}
+	tokens, err := vocab.GetStringArray("tokenizer.ggml.tokens")
+	if err != nil {
+		return nil, 0, fmt.Errorf("vocabulary %s: %w", path, err)
+	}
+	var kvs []gguf.KV
+	for _, kv := range vocab.KV {
+		if strings.HasPrefix(kv.Key, "tokenizer.") {
+			kvs = append(kvs, kv)
+		}
+	}
+	return kvs, len(tokens), nil
 }
