@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/internal/tokenizer"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -23,7 +24,7 @@ type Engine struct {
 	opts  Options
 	path  string
 	model *kernels.Model
-	vocab vocab
+	vocab tokenizer.Vocab
 	info  engine.ModelInfo
 
 	sessions int
@@ -49,7 +50,7 @@ func Load(path string, opts Options) (*Engine, error) {
 
 func (e *Engine) setModel(m *kernels.Model) {
 	e.model = m
-	e.vocab = vocab{v: m.Vocab()}
+	e.vocab = tokenizer.Vocab{V: m.Vocab()}
 	var size int64
 	if st, err := os.Stat(m.Path()); err == nil {
 		size = st.Size()
@@ -81,7 +82,7 @@ func (e *Engine) Name() string { return "llamacpp" }
 func (e *Engine) Info() engine.ModelInfo { return e.info }
 
 // Vocab returns the model's tokenizer.
-func (e *Engine) Vocab() engine.Vocab { return &e.vocab }
+func (e *Engine) Vocab() engine.Vocab { return e.vocab }
 
 // Model returns the underlying kernels model (the current tier's).
 func (e *Engine) Model() *kernels.Model { return e.model }
@@ -109,23 +110,3 @@ func (e *Engine) Close() error {
 	}
 	return err
 }
-
-// vocab adapts kernels.Vocab to engine.Vocab.
-type vocab struct{ v *kernels.Vocab }
-
-func (v *vocab) Tokenize(text string, addSpecial bool) ([]int32, error) {
-	return v.v.Tokenize(text, addSpecial, false)
-}
-
-func (v *vocab) Piece(dst []byte, tok int32) []byte {
-	out, err := v.v.Piece(dst, tok, false)
-	if err != nil {
-		return dst
-	}
-	return out
-}
-
-func (v *vocab) BOS() int32           { return v.v.BOS() }
-func (v *vocab) EOS() int32           { return v.v.EOS() }
-func (v *vocab) IsEOG(tok int32) bool { return v.v.IsEOG(tok) }
-func (v *vocab) NVocab() int          { return v.v.NVocab() }
