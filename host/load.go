@@ -65,6 +65,10 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 			return nil, fmt.Errorf("the native engine is not available in this build")
 		case len(opts.Tiers) > 0 && kind == "native":
 			return nil, fmt.Errorf("tier ladders with KV migration run on the llamacpp engine; the native engine switches precision per layer instead")
+		case opts.NoMmap && kind == "native":
+			return nil, fmt.Errorf("the native engine always maps the weights (no --no-mmap): it owns their residency with madvise")
+		case opts.NoMmap && len(opts.Tiers) == 0:
+			fmt.Fprintf(notices, "edgellm: --no-mmap: using the llamacpp engine (the native engine always maps the weights)\n")
 		case nativeLoader != nil && len(opts.Tiers) == 0 && f.Arch() == "llama":
 			return nativeLoader(first, opts)
 		case kind == "native":
