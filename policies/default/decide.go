@@ -61,6 +61,28 @@ type state struct {
 	accN, accI    int
 	lastLayerStep uint64
 	layerChanged  bool
+	// Per tier i: memory in use (MB) just before the memory controller left
+	// tier i for i+1, and how much the next reading showed it freed. Going
+	// back up to tier i costs about freed[i]; it happens only if that would
+	// not put memory straight back into the low band (no bounce into OOM).
+	downUsed [maxTrackedTiers]int32
+	freed    [maxTrackedTiers]int32
+	// learnFreed: a memory step down happened and its effect is not read yet.
+	learnFreed bool
+	learnTier  int32 // the tier that step moved to
+}
+
+// maxTrackedTiers bounds the tiers whose memory cost is remembered.
+const maxTrackedTiers = 16
+
+// memUsed is the memory reading the controller acts on, in MB: cgroup usage
+// when a limit is known, else minus the available memory (only differences
+// of it are used).
+func memUsed(s *abi.Sensors) int32 {
+	if s.Has(abi.PresentCgroupLimit|abi.PresentCgroupUsage) && s.CgroupLimitMB > 0 {
+		return s.CgroupUsageMB
+	}
+	return -s.MemAvailableMB
 }
 
 var st state
@@ -113,20 +135,47 @@ func tier(s *abi.Sensors, d *abi.Decision, r *reason) {
 		}
 	}
 	low, ample, known := memoryHeadroom(s)
-	if !known || held {
+	if !known {
+		return
+	}
+	// Learn what the last memory step down freed, from the first reading
+	// after it (later drops have other causes: the pressure going away).
+	if st.learnFreed {
+		if up := cur - 1; cur == st.learnTier && up >= 0 && up < maxTrackedTiers {
+			st.freed[up] = max(0, st.downUsed[up]-memUsed(s))
+		}
+		st.learnFreed = false
+	}
+	if held {
 		return
 	}
 	hot := s.Has(abi.PresentThermalStatus) && s.ThermalStatus >= abi.ThermalModerate
 	switch {
 	case low && cur+1 < nt:
 		setTier(s, d, cur+1)
+		if cur < maxTrackedTiers {
+			st.downUsed[cur], st.freed[cur], st.learnFreed, st.learnTier = memUsed(s), 0, true, cur+1
+		}
 		r.set(abi.ReasonMemoryPressure, "memory low: tier ")
 		r.tierMove(cur, cur+1)
-	case ample && cur > 0 && !hot && !st.emergency:
+	case ample && cur > 0 && !hot && !st.emergency && fitsAbove(s, cur-1):
 		setTier(s, d, cur-1)
 		r.set(abi.ReasonMemoryHeadroom, "memory ok: tier ")
 		r.tierMove(cur, cur-1)
 	}
+}
+
+// fitsAbove reports whether moving up to tier t would leave memory out of the
+// low band, charging the move what stepping down from t freed.
+func fitsAbove(s *abi.Sensors, t int32) bool {
+	if t >= maxTrackedTiers || st.freed[t] <= 0 {
+		return true
+	}
+	after := *s
+	after.CgroupUsageMB += st.freed[t]
+	after.MemAvailableMB -= st.freed[t]
+	low, _, _ := memoryHeadroom(&after)
+	return !low
 }
 
 func setTier(s *abi.Sensors, d *abi.Decision, t int32) {

@@ -242,6 +242,38 @@ func cases() []policytest.Case {
 			},
 		},
 		{
+			// A step down that frees more than the gap between the bands
+			// (scenario memory-hog): going back up would land straight in
+			// the low band, so the policy stays down until usage really falls.
+			Name: "no bounce back into the low band", Base: engine(), Start: start(),
+			Steps: func() []abi.Sensors {
+				cg := func(used int32) abi.Sensors {
+					return abi.Sensors{Present: abi.PresentCgroupLimit | abi.PresentCgroupUsage, CgroupLimitMB: 350, CgroupUsageMB: used}
+				}
+				steps := []abi.Sensors{cg(330)} // 94%: down
+				for i := 0; i < 40; i++ {
+					steps = append(steps, cg(240)) // 69% after the step: ample, but +90 → 94%
+				}
+				for i := 0; i < 40; i++ {
+					steps = append(steps, cg(150)) // really fallen: 43%, +90 → 69%
+				}
+				return steps
+			}(),
+			After: func(t *testing.T, steps []policytest.Step) {
+				if d := steps[0].Decision.Tier; d != 1 {
+					t.Fatalf("step 0: tier %d, want 1 (memory low)", d)
+				}
+				for k := 1; k <= 40; k++ {
+					if d := steps[k].Decision.Tier; d != 1 {
+						t.Fatalf("step %d: tier %d, want to stay on 1 (going up would refill the cgroup)", k, d)
+					}
+				}
+				if d := steps[80].Decision.Tier; d != 0 {
+					t.Fatalf("after usage fell: tier %d, want 0", d)
+				}
+			},
+		},
+		{
 			Name: "memory by total when no threshold", Base: engine(), Start: start(),
 			Steps: []abi.Sensors{{Present: abi.PresentMemAvailable | abi.PresentMemTotal, MemAvailableMB: 500, MemTotalMB: 8000}},
 			Check: func(t *testing.T, k int, s *abi.Sensors, d *abi.Decision) {
