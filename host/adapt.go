@@ -168,6 +168,16 @@ func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 		CadenceSteps: DefaultCadence, KVType: kvToABI(kv)}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
 	a.ctx = nCtx
+	if ls, ok := sess.(LayerSetter); ok {
+		// The precision in force per layer, so a policy reading CurLayerBits
+		// (the throughput controller) starts from the truth.
+		bits := ls.SetBits()
+		for i, set := range ls.LayerSets() {
+			if i < abi.MaxLayers && set >= 0 && set < len(bits) {
+				a.cur.LayerBits[i] = uint8(min(bits[set], 255))
+			}
+		}
+	}
 	return a
 }
 
@@ -225,6 +235,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	}
 	s.TiersAvailable = int32(n)
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = a.cur.Tier, a.cur.SpecK, a.cur.Window, a.cur.Anchors, a.cur.KVType
+	s.CurLayerBits = a.cur.LayerBits
 	s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
 
 	d := a.cur
@@ -303,6 +314,10 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	}
 	if !caps.PerLayerPrec {
 		d.LayerBits = old.LayerBits
+	} else if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
+		return fmt.Errorf("policy: %w", err)
+	} else if c != "" {
+		changes = append(changes, c)
 	}
 	d.KVType = old.KVType
 	if d.CadenceSteps != old.CadenceSteps {

@@ -17,6 +17,10 @@ type LoadOptions struct {
 	// low precision); the model path is ignored and tier StartTier is loaded.
 	Tiers     []string
 	StartTier int
+	// LayerSets are GGUF files of the same model at other precisions: the
+	// native engine maps them beside the model and switches precision per
+	// layer (policy LayerBits).
+	LayerSets []string
 	// NoMmap reads weights into memory instead of mapping the file.
 	NoMmap bool
 	// NoRepack keeps llama.cpp from repacking weights (they stay mmap'd).
@@ -76,6 +80,9 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 		case nativeLoader != nil && len(opts.Tiers) == 0:
 			fmt.Fprintf(notices, "edgellm: architecture %q is not supported by the native engine; using llamacpp\n", f.Arch())
 		}
+	}
+	if len(opts.LayerSets) > 0 {
+		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a llama model", first)
 	}
 	lo := llamacpp.Options{NoMmap: opts.NoMmap, NoRepack: opts.NoRepack}
 	if len(opts.Tiers) > 0 {

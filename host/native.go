@@ -1,11 +1,92 @@
 package host
 
-import "github.com/edgellm/edgellm/internal/native"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/internal/native"
+)
 
 // The native engine: our own llama forward pass on ggml over weights we mmap
 // and a KV arena we own (internal/native).
 func init() {
 	nativeLoader = func(path string, opts LoadOptions) (Engine, error) {
-		return native.Load(path, native.Options{})
+		return native.Load(path, native.Options{ExtraSets: opts.LayerSets})
 	}
+}
+
+// LayerSetter is implemented by sessions that choose per layer among weight
+// sets of different precision (the native engine with LoadOptions.LayerSets).
+type LayerSetter interface {
+	// LayerSets is each layer's current set.
+	LayerSets() []int
+	// SetLayerSets selects every layer's set from the next step on.
+	SetLayerSets(sets []int) error
+	// SetBits is the nominal precision of each set, in bits.
+	SetBits() []int
+	// AdviseUnused releases the pages of (set, layer)s no session uses.
+	AdviseUnused() error
+}
+
+var _ LayerSetter = (*native.Session)(nil)
+
+// applyLayerBits moves each layer with a non-zero entry in bits to the set
+// whose precision is closest (ties: the more precise), then releases the
+// sets left unused. bits becomes the precision now in force per layer
+// (zero past the model's layers). It returns a one-line change description,
+// "" when nothing moved.
+func applyLayerBits(sess Session, bits *[abi.MaxLayers]uint8, old [abi.MaxLayers]uint8) (string, error) {
+	ls, ok := sess.(LayerSetter)
+	if !ok {
+		*bits = old
+		return "", nil
+	}
+	cur, setBits := ls.LayerSets(), ls.SetBits()
+	next := append([]int(nil), cur...)
+	moved := 0
+	for i := range bits {
+		if i >= len(cur) {
+			bits[i] = 0
+			continue
+		}
+		if b := int(bits[i]); b != 0 {
+			best := next[i]
+			for k, sb := range setBits {
+				d, bd := abs(sb-b), abs(setBits[best]-b)
+				if d < bd || (d == bd && sb > setBits[best]) {
+					best = k
+				}
+			}
+			if best != next[i] {
+				next[i] = best
+				moved++
+			}
+		}
+		bits[i] = uint8(min(setBits[next[i]], 255))
+	}
+	if moved == 0 {
+		return "", nil
+	}
+	if err := ls.SetLayerSets(next); err != nil {
+		return "", err
+	}
+	if err := ls.AdviseUnused(); err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for i, s := range next {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		fmt.Fprint(&sb, setBits[s])
+	}
+	return fmt.Sprintf("layer bits [%s] (%d layers switched)", sb.String(), moved), nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

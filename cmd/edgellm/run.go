@@ -30,6 +30,7 @@ func init() {
 			fs.StringSlice("swap-to", nil, "tier index to swap to at each --swap-at")
 			addPolicyFlags(fs)
 			addRunStatsFlags(fs)
+			addLayerSetFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runRun,
@@ -87,6 +88,7 @@ type runOptions struct {
 	samplingOptions `koanf:",squash"`
 	policyOptions   `koanf:",squash"`
 	runStatsOptions `koanf:",squash"`
+	layerSetOptions `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -159,7 +161,7 @@ func runRun(c *cmdEnv, args []string) error {
 	} else {
 		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Notices: c.Stderr})
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, LayerSets: o.LayerSets, Notices: c.Stderr})
 	if err != nil {
 		return err
 	}
@@ -169,6 +171,9 @@ func runRun(c *cmdEnv, args []string) error {
 		return usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
 	}
 	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
+	if d := describeLayerSets(eng); d != "" {
+		c.Logf("%s", d)
+	}
 
 	sess, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: kv})
 	if err != nil {

@@ -148,3 +148,16 @@ func buildPolicy(t *testing.T, name string) string {
 	}
 	return out
 }
+
+func TestRunLayerSets(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	q8, q4 := filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
+	out, errs, code := runCLI(t, "run", "-m", q8, "--layer-sets", q4, "-n", "16", "--temp", "0", "--threads", "1")
+	if code != 0 || !strings.Contains(errs, "weight sets: 0: stories260K-ff192-Q8_0.gguf") || !strings.HasPrefix(out, "Once upon a time") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %s", code, out, errs)
+	}
+	_, errs, code = runCLI(t, "run", "-m", q8, "--layer-sets", filepath.Join(d, "stories260K-first4layers.gguf"), "-n", "4", "--threads", "1")
+	if code != 1 || !strings.Contains(errs, "first4layers") {
+		t.Fatalf("mismatched set accepted: exit %d %s", code, errs)
+	}
+}

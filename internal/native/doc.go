@@ -13,7 +13,10 @@
 // (kvarena.go) is a memfd carved into per-layer K and V of F32, F16, Q8_0 or
 // Q4_0. The forward pass (forward.go) is one graph per batch, so prefill and
 // speculative verify are the same code; it is reused across steps while its
-// shape is unchanged. RATIONALE.md explains the non-obvious choices.
+// shape is unchanged. Options.ExtraSets maps the same model at other
+// precisions beside it; sessions choose per layer which weight set to use
+// (sets.go: Session.SetLayerSets, Engine.AdviseUnused), with no KV migration.
+// RATIONALE.md explains the non-obvious choices.
 //
 // An Engine and its Sessions are for one goroutine at a time. Close Sessions
 // before their Engine.

@@ -31,6 +31,14 @@ type Options struct {
 	// NoVocab skips loading llama.cpp's tokenizer (Vocab returns nil);
 	// for callers that bring token ids.
 	NoVocab bool
+	// ExtraSets are GGUF files of the same model at other precisions (weight
+	// sets 1, 2, ...; the file passed to Load is set 0). All are validated
+	// against set 0 before anything is mapped, then mapped; sessions choose
+	// per layer which set to use (Session.SetLayerSets).
+	ExtraSets []string
+	// ColdAdvice is what Engine.AdviseUnused does to unused sets' pages
+	// ("" = dontneed).
+	ColdAdvice ColdAdvice
 }
 
 // LoadReport describes what Load did.
@@ -41,10 +49,13 @@ type LoadReport struct {
 	TiedOutput      bool
 }
 
-// Engine is the native llama engine over one mmap'd GGUF file. It is safe
+// Engine is the native llama engine over one mmap'd GGUF file (or several:
+// the same model at other precisions, Options.ExtraSets). It is safe
 // for use by one goroutine at a time; close its Sessions before it.
 type Engine struct {
-	w      *Weights
+	w      *Weights   // = sets[0]
+	sets   []*Weights // weight sets: the same model at several precisions
+	use    []setUse   // per set: sessions using each layer and the head
 	vocab  *vocab
 	opts   Options
 	report LoadReport
@@ -68,17 +79,53 @@ func Load(path string, opts Options) (*Engine, error) {
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("native: threads %d", opts.Threads)
 	}
-	w, err := OpenWeights(path, WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice})
-	if err != nil {
-		return nil, err
+	if _, err := opts.ColdAdvice.flag(); err != nil {
+		return nil, fmt.Errorf("native: %w", err)
 	}
-	e := &Engine{w: w, opts: opts}
+	// Every header is parsed and checked before anything is mapped.
+	headers := make([]*weightsHeader, 0, 1+len(opts.ExtraSets))
+	for i, p := range append([]string{path}, opts.ExtraSets...) {
+		h, err := parseWeights(p)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			if err := sameModel(headers[0], h); err != nil {
+				return nil, fmt.Errorf("native: weight set %d: %w", i, err)
+			}
+		}
+		headers = append(headers, h)
+	}
+	e := &Engine{opts: opts}
+	ok := false
+	defer func() {
+		if !ok {
+			for _, w := range e.sets {
+				w.Close()
+			}
+		}
+	}()
+	for i, h := range headers {
+		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice}
+		if i > 0 {
+			wo.WillNeedLayers = 0 // extra sets fault in when selected
+		}
+		w, err := h.open(wo)
+		if err != nil {
+			return nil, err
+		}
+		e.sets = append(e.sets, w)
+		e.use = append(e.use, newSetUse(w.Config.NLayer))
+	}
+	e.w = e.sets[0]
+	w := e.w
 	if !opts.NoVocab {
+		var err error
 		if e.vocab, err = loadVocab(path); err != nil {
-			w.Close()
 			return nil, err
 		}
 	}
+	ok = true
 	e.report = LoadReport{Duration: time.Since(start), FileBytes: w.Size(),
 		DataPageAligned: w.DataPageAligned, TiedOutput: w.Tied}
 	return e, nil
@@ -120,7 +167,7 @@ func (e *Engine) Vocab() engine.Vocab {
 
 // Capabilities of the native engine as built so far.
 func (e *Engine) Capabilities() engine.Capabilities {
-	return engine.Capabilities{SlidingWindow: true, KVTypes: []engine.KVType{engine.KVF16, engine.KVF32, engine.KVQ8_0, engine.KVQ4_0}}
+	return engine.Capabilities{SlidingWindow: true, PerLayerPrec: len(e.sets) > 1, KVTypes: []engine.KVType{engine.KVF16, engine.KVF32, engine.KVQ8_0, engine.KVQ4_0}}
 }
 
 // Close unmaps the weights. Sessions must be closed first.
@@ -132,5 +179,11 @@ func (e *Engine) Close() error {
 	if e.vocab != nil {
 		e.vocab.Close()
 	}
-	return e.w.Close()
+	var err error
+	for _, w := range e.sets {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
 }

@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/edgellm/edgellm/internal/engine"
 	"github.com/edgellm/edgellm/kernels"
@@ -30,8 +31,11 @@ type Session struct {
 	ga *kernels.Gallocr
 	gr *graph
 
-	layers []*LayerWeights // weights used per layer (the selected set)
-	selGen uint64
+	layers   []*LayerWeights // weights used per layer (the selected set)
+	layerSet []int           // weight set of each layer
+	headSet  int             // weight set of the embedding and output head
+	selGen   uint64          // bumped by every selection change (graph key)
+	counted  bool            // counted in the engine's set use
 
 	// KV slots. slotPos[j] is the position held by slot j (-1: empty).
 	// Without a window, slot = position. With one (SetWindow), positions
@@ -54,12 +58,15 @@ type Session struct {
 
 // Stats counts what the session did (graph rebuilds against reuses).
 type Stats struct {
-	Decodes      int
-	GraphBuilds  int
-	GraphReuses  int
-	ActBufBytes  int64 // graph allocator buffer
-	KVBytes      int64 // KV arena mapping
-	KVBytesToken int64 // KV bytes per token, all layers
+	Decodes     int
+	GraphBuilds int
+	GraphReuses int
+	// GraphBuildTime is the time spent building and allocating graphs
+	// (shape changes and weight-set switches).
+	GraphBuildTime time.Duration
+	ActBufBytes    int64 // graph allocator buffer
+	KVBytes        int64 // KV arena mapping
+	KVBytesToken   int64 // KV bytes per token, all layers
 }
 
 var _ engine.Session = (*Session)(nil)
@@ -124,10 +131,7 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 	for i := range s.slotPos {
 		s.slotPos[i] = -1
 	}
-	s.layers = make([]*LayerWeights, cfg.NLayer)
-	for i := range s.layers {
-		s.layers[i] = &e.w.Layers[i]
-	}
+	s.initSets()
 	// Reserve the activation buffer once for the largest graph (a full batch
 	// attending the whole context, all logits) so later graphs never grow it.
 	if err := s.gr.build(graphKey{nTok: s.nBatch, nKV: s.nCtx, nOut: s.nBatch}, cfg, e.w, s.layers, s.kv, s.flash); err != nil {
@@ -193,7 +197,8 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 	key := graphKey{nTok: nTok, nKV: min(s.nCtx, (hi+pad-1)/pad*pad), nOut: nOut, selGen: s.selGen}
 	s.lastValid = false
 	if s.gr.key != key {
-		if err := s.gr.build(key, s.cfg, s.eng.w, s.layers, s.kv, s.flash); err != nil {
+		t0 := time.Now()
+		if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
 		}
 		if err := s.ga.Alloc(s.gr.g); err != nil {
@@ -201,6 +206,7 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 			return err
 		}
 		s.stats.GraphBuilds++
+		s.stats.GraphBuildTime += time.Since(t0)
 	} else {
 		s.stats.GraphReuses++
 	}
@@ -402,6 +408,7 @@ func (s *Session) KV() *KVArena { return s.kv }
 
 // Close releases the KV arena and compute resources. Safe to call twice.
 func (s *Session) Close() error {
+	s.releaseSets()
 	if s.gr != nil {
 		s.gr.Close()
 		s.gr = nil

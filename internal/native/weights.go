@@ -86,15 +86,29 @@ type WeightsOptions struct {
 // llama graph needs, maps the file (MAP_PRIVATE, PROT_READ) and points ggml
 // tensors into the mapping.
 func OpenWeights(path string, o WeightsOptions) (*Weights, error) {
+	h, err := parseWeights(path)
+	if err != nil {
+		return nil, err
+	}
+	return h.open(o)
+}
+
+// weightsHeader is a parsed and validated GGUF header, not yet mapped.
+type weightsHeader struct {
+	path  string
+	f     *gguf.File
+	cfg   Config
+	specs []tensorSpec
+	infos []*gguf.TensorInfo // per spec; nil for an absent optional tensor
+}
+
+// parseWeights reads and validates the header at path without mapping it.
+func parseWeights(path string) (*weightsHeader, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := readConfig(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	adv, err := o.Advice.flag()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -112,6 +126,16 @@ func OpenWeights(path string, o WeightsOptions) (*Weights, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		infos[i] = t
+	}
+	return &weightsHeader{path: path, f: f, cfg: cfg, specs: specs, infos: infos}, nil
+}
+
+// open maps a validated header's file and points tensors into it.
+func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
+	path, f, cfg, specs, infos := h.path, h.f, h.cfg, h.specs, h.infos
+	adv, err := o.Advice.flag()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 
 	// Map the whole file: GGUF aligns tensor data to 32 bytes, not to pages,
