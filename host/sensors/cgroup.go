@@ -249,15 +249,7 @@ func openCgroup(root, procDir string) cgroupFiles {
 			}
 			c := cgroupFiles{version: 2, dir: dir, usage: usage,
 				events: openKFile(filepath.Join(dir, "memory.events"))}
-			top := filepath.Join(root, m.point)
-			for d := dir; strings.HasPrefix(d, top); d = filepath.Dir(d) {
-				if f := openKFile(filepath.Join(d, "memory.max")); f.ok() {
-					c.limits = append(c.limits, f)
-				}
-				if d == top || d == filepath.Dir(d) {
-					break
-				}
-			}
+			c.limits = ancestorFiles(dir, filepath.Join(root, m.point), "memory.max")
 			return c
 		}
 	}
@@ -278,15 +270,7 @@ func openCgroup(root, procDir string) cgroupFiles {
 			c := cgroupFiles{version: 1, dir: dir, usage: usage,
 				events:  openKFile(filepath.Join(dir, "memory.oom_control")),
 				failcnt: openKFile(filepath.Join(dir, "memory.failcnt"))}
-			top := filepath.Join(root, m.point)
-			for d := dir; strings.HasPrefix(d, top); d = filepath.Dir(d) {
-				if f := openKFile(filepath.Join(d, "memory.limit_in_bytes")); f.ok() {
-					c.limits = append(c.limits, f)
-				}
-				if d == top || d == filepath.Dir(d) {
-					break
-				}
-			}
+			c.limits = ancestorFiles(dir, filepath.Join(root, m.point), "memory.limit_in_bytes")
 			return c
 		}
 	}
@@ -300,4 +284,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// ancestorFiles opens name in dir and each parent up to the mount point top:
+// the effective limit is the smallest over the cgroup and its ancestors.
+func ancestorFiles(dir, top, name string) []kfile {
+	var out []kfile
+	for d := dir; strings.HasPrefix(d, top); d = filepath.Dir(d) {
+		if f := openKFile(filepath.Join(d, name)); f.ok() {
+			out = append(out, f)
+		}
+		if d == top || d == filepath.Dir(d) {
+			break
+		}
+	}
+	return out
 }
