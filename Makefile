@@ -46,7 +46,13 @@ test: build policies
 	$(GO) vet ./...
 	EDGELLM_SHARED=$(SHARED) $(GO) test $(TEST_FLAGS) ./...
 
+# Benchmarks. The policy-call latency goal (p99 ≤ 20 µs) is asserted alone,
+# before anything else loads the machine; then native against llama.cpp in one
+# process on stories260K (one thread: see docs/BENCHMARKS.md); then every
+# Go benchmark once.
 bench: build policies
+	EDGELLM_SHARED=$(SHARED) EDGELLM_LATENCY_GOAL=1 $(GO) test -count=1 -run 'TestDecideLatency' -v ./host/policy
+	./$(BIN) bench --engine native --compare llamacpp --threads 1 -r 9 -n 256
 	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 soak: build policies

@@ -38,6 +38,9 @@ type Config struct {
 	debounce      time.Duration
 	declog        DecisionLogConfig
 	queue         int
+	// noInstrument (tests and benchmarks only) loads every module on the
+	// fallback runtime, as if instrument had refused it.
+	noInstrument bool
 }
 
 // NewConfig returns the default configuration: a 5 ms per-call deadline,
@@ -59,12 +62,11 @@ func NewConfig() Config {
 	}
 }
 
-// WithDeadline sets the wall-clock budget of one guest call (decide,
-// _initialize). A call that overruns it is aborted and counted as a failure.
-// Zero turns the deadline off: wazero then compiles guests without
-// termination checks, a runaway guest can never be stopped, and Decide
-// allocates nothing at all (see RATIONALE.md); use it only for trusted
-// modules and measurements.
+// WithDeadline sets the wall-clock budget of one decide call. A call that
+// overruns it is stopped at its next termination check and counted as a
+// failure. Zero turns the deadline off: modules run without termination
+// checks, a runaway guest (and a start function that never returns) can
+// never be stopped; use it only for trusted modules and measurements.
 func (c Config) WithDeadline(d time.Duration) Config { c.deadline = d; return c }
 
 // WithInitTimeout bounds instantiation (start function, _initialize).

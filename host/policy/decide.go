@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/edgellm/edgellm/abi"
@@ -81,8 +82,9 @@ type Result struct {
 // when the runtime is closed or Decide is called concurrently.
 //
 // Decide must be called from one goroutine at a time. It never waits for a
-// load, reload or re-instantiation, and allocates nothing itself (wazero
-// allocates inside each call when a deadline is set; see RATIONALE.md).
+// load, reload or re-instantiation, and allocates nothing (except for a
+// module that could not be instrumented, where wazero allocates inside each
+// call; see RATIONALE.md).
 func (r *Runtime) Decide(ctx context.Context, s *abi.Sensors, d *abi.Decision) (Result, error) {
 	if !r.calling.CompareAndSwap(false, true) {
 		return Result{}, ErrConcurrentDecide
@@ -172,13 +174,23 @@ func (r *Runtime) call(inst *instance, s *abi.Sensors, d *abi.Decision, res *Res
 	}
 	_ = abi.EncodeDecision(out, d) // cannot fail: len(out) == DecisionSize
 
-	// b. Call decide under the deadline, with the reused stack.
-	ctx := context.Background()
-	if r.cfg.deadline > 0 {
-		ctx = h.dctx.arm()
+	// b. Call decide under the deadline, with the reused stack. An
+	//    instrumented module is stopped by its stop flag (a timer sets it;
+	//    the guest traps at its next check); one on the fallback runtime by
+	//    wazero watching the reusable context.
+	var err error
+	var overran bool
+	switch {
+	case r.cfg.deadline == 0:
+		err = inst.decide.CallWithStack(context.Background(), inst.stack)
+	case inst.stop != nil:
+		h.stop.arm(inst.stop)
+		err = inst.decide.CallWithStack(context.Background(), inst.stack)
+		overran = h.stop.disarm()
+	default:
+		err = inst.decide.CallWithStack(h.dctx.arm(), inst.stack)
+		overran = h.dctx.disarm()
 	}
-	err := inst.decide.CallWithStack(ctx, inst.stack)
-	overran := r.cfg.deadline > 0 && h.dctx.disarm()
 	if err != nil {
 		res.Err = err
 		var ee *sys.ExitError
@@ -189,7 +201,9 @@ func (r *Runtime) call(inst *instance, s *abi.Sensors, d *abi.Decision, res *Res
 		}
 		return
 	}
-	if overran { // returned, but the module may have been closed under it
+	// Returned, but the deadline fired: the stop flag is set (the instance
+	// would trap at once) or wazero may have closed the module under it.
+	if overran {
 		res.Outcome = OutcomeDeadline
 		return
 	}
@@ -238,6 +252,66 @@ func (r *Runtime) fail(inst *instance, res *Result) {
 	select {
 	case r.failures <- failure{inst: inst, quarantine: int(n) >= r.cfg.maxFailures}:
 	default: // cannot happen: one failure per instance, and instances are few
+	}
+}
+
+// stopTimer is the per-call deadline of instrumented modules: one timer,
+// re-armed with Reset, whose callback sets the armed instance's stop flag.
+// Nothing is allocated per call. A stale callback (an earlier call's timer
+// that fired while that call was returning) finds no target or a later
+// expiry and does nothing, so it can never stop a later call or another
+// instance; after disarm returns, the flag is never set.
+type stopTimer struct {
+	d     time.Duration
+	timer *time.Timer
+
+	mu      sync.Mutex
+	target  api.MutableGlobal // the armed call's stop flag, nil between calls
+	expires time.Time
+	fired   bool
+}
+
+func (s *stopTimer) init(d time.Duration) {
+	s.d = d
+	if d > 0 {
+		s.timer = time.AfterFunc(time.Hour, s.fire)
+		s.timer.Stop()
+	}
+}
+
+func (s *stopTimer) close() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// arm starts the deadline of one call on the instance whose flag is g.
+func (s *stopTimer) arm(g api.MutableGlobal) {
+	now := time.Now()
+	s.mu.Lock()
+	s.target, s.expires, s.fired = g, now.Add(s.d), false
+	s.mu.Unlock()
+	s.timer.Reset(s.d)
+}
+
+// disarm ends the call and reports whether the deadline fired during it
+// (the flag is then set: the instance must be discarded).
+func (s *stopTimer) disarm() (fired bool) {
+	s.timer.Stop()
+	s.mu.Lock()
+	s.target = nil
+	fired = s.fired
+	s.mu.Unlock()
+	return fired
+}
+
+// fire runs on the timer's goroutine.
+func (s *stopTimer) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.target != nil && !time.Now().Before(s.expires) {
+		s.target.Set(1)
+		s.fired, s.target = true, nil
 	}
 }
 

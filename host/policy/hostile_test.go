@@ -34,6 +34,7 @@ func TestHostileLoadRefused(t *testing.T) {
 		{"missing exports", fixture(t, "missing_exports"), ErrModule, `missing export "decide"`},
 		{"unknown host imports", fixture(t, "bad_import"), ErrUnknownImport, "env.steal_keys, wasi_snapshot_preview1.no_such_call"},
 		{"start never returns", fixture(t, "start_loop"), ErrInstantiate, "start function did not return within"},
+		{"_initialize never returns", fixture(t, "init_loop"), ErrInstantiate, "_initialize did not return within"},
 		{"in_ptr outside memory", fixture(t, "bad_ptr"), ErrModule, "in_ptr 65000 + 768 bytes is outside memory"},
 		{"50 MB module", big, ErrBundleTooLarge, "limit 16777216"},
 		{"not wasm", junk, ErrNotPolicy, "neither Wasm"},
@@ -113,6 +114,8 @@ func TestHostileDecide(t *testing.T) {
 		minOK       int     // steps that must be decided by the module
 	}{
 		{"infinite loop", "loop", OutcomeDeadline, true, 0},
+		{"call tree without loops", "recurse", OutcomeDeadline, true, 0},
+		{"infinite loop, not instrumented", "loop_reserved", OutcomeDeadline, true, 0},
 		{"immediate trap", "trap", OutcomeTrap, true, 0},
 		{"trap after 5 calls", "trap_after", OutcomeTrap, false, steps / 2},
 		{"memory.grow bomb", "grow", OutcomeTrap, true, 0},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -25,11 +26,17 @@ const wasiModule = wasi_snapshot_preview1.ModuleName
 // lives until it is neither in service nor the previous good module.
 type module struct {
 	compiled wazero.CompiledModule
-	path     string
-	name     string // manifest name, or the file name of a loose module
-	revision int64  // 0 for a loose module
-	digest   string // first 12 hex digits of the sha256 of the module
-	gen      uint64 // load generation that brought it in
+	wr       wazero.Runtime // the runtime it was compiled in (instances come from it)
+	// instrumented: compiled from instrument's rewrite, stopped through the
+	// stop global; else compiled as is (no deadline, or the fallback
+	// runtime with wazero's own termination checks).
+	instrumented bool
+	hasStart     bool // instrumented, and the start section became startExport
+	path         string
+	name         string // manifest name, or the file name of a loose module
+	revision     int64  // 0 for a loose module
+	digest       string // first 12 hex digits of the sha256 of the module
+	gen          uint64 // load generation that brought it in
 
 	// consecutive counts failed calls since the last success; at
 	// Config.maxFailures the module is quarantined.
@@ -56,7 +63,8 @@ type instance struct {
 	inst    api.Module
 	mem     api.Memory
 	decide  api.Function
-	stack   []uint64 // CallWithStack params/results, reused
+	stop    api.MutableGlobal // the stop flag of an instrumented module, else nil
+	stack   []uint64          // CallWithStack params/results, reused
 	inPtr   uint32
 	outPtr  uint32
 	version abi.Version
@@ -69,11 +77,40 @@ func (in *instance) close(ctx context.Context) {
 }
 
 // compile compiles wasm and checks its imports and exports statically.
+// With a deadline, the module is instrumented (see instrument) and compiled
+// in r.wr; a module that cannot be instrumented is compiled in the fallback
+// runtime, which keeps wazero's own termination checks, and one line is
+// logged.
 func (r *Runtime) compile(ctx context.Context, path string, wasm []byte) (*module, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
 		return nil, loadErrorf(path, ErrNotPolicy, "not a Wasm module (no \\0asm magic)")
 	}
-	cm, err := r.wr.CompileModule(ctx, wasm)
+	m := &module{wr: r.wr, path: path}
+	var cm wazero.CompiledModule
+	var err error
+	if r.cfg.deadline == 0 {
+		cm, err = r.wr.CompileModule(ctx, wasm)
+	} else {
+		var ins *instrumented
+		if ins, err = instrument(wasm); r.cfg.noInstrument {
+			err = fmt.Errorf("%w: disabled by the configuration", errNotInstrumentable)
+		}
+		if err == nil {
+			if cm, err = r.wr.CompileModule(ctx, ins.wasm); err == nil {
+				m.instrumented, m.hasStart = true, ins.hasStart
+			} else {
+				err = fmt.Errorf("%w: the instrumented module does not compile: %v", errNotInstrumentable, err)
+			}
+		}
+		if err != nil {
+			why := err
+			m.wr = r.fb
+			if cm, err = r.fb.CompileModule(ctx, wasm); err == nil {
+				r.c.fallbackModules.Add(1)
+				r.log.Warn("policy: module not instrumented, using wazero's termination checks (slower, allocates per call)", "path", path, "reason", why)
+			}
+		}
+	}
 	if err != nil {
 		return nil, loadErrorf(path, ErrModule, "compile: %v", err)
 	}
@@ -82,7 +119,8 @@ func (r *Runtime) compile(ctx context.Context, path string, wasm []byte) (*modul
 		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
-	return &module{compiled: cm, path: path, digest: hex.EncodeToString(sum[:6])}, nil
+	m.compiled, m.digest = cm, hex.EncodeToString(sum[:6])
+	return m, nil
 }
 
 // checkStatic refuses imports other than existing WASI functions and checks
@@ -144,7 +182,9 @@ func (r *Runtime) instantiate(ctx context.Context, m *module) (*instance, error)
 	defer cancel()
 	name := fmt.Sprintf("policy-%d", r.instSeq.Add(1))
 	mc := wazero.NewModuleConfig().WithName(name).WithStartFunctions() // reactor: no _start
-	mod, err := r.wr.InstantiateModule(ictx, m.compiled, mc)
+	// An instrumented module has no start section: instantiating it runs no
+	// guest code.
+	mod, err := m.wr.InstantiateModule(ictx, m.compiled, mc)
 	if err != nil {
 		if ictx.Err() != nil {
 			return nil, loadErrorf(m.path, ErrInstantiate, "start function did not return within %v", r.cfg.initTimeout)
@@ -156,21 +196,51 @@ func (r *Runtime) instantiate(ctx context.Context, m *module) (*instance, error)
 		mod.Close(ctx)
 		return nil, loadErrorf(m.path, kind, format, args...)
 	}
-	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
-		if _, err := f.Call(ictx); err != nil {
-			if ictx.Err() != nil {
-				return fail(ErrInstantiate, "%s did not return within %v", abi.ExportInitialize, r.cfg.initTimeout)
+	// The guest code run below (start, _initialize, the i32 exports) runs
+	// under the init timeout: through the stop flag for an instrumented
+	// module, through ictx (wazero's checks) otherwise.
+	guard := &initGuard{ctx: ictx}
+	if m.instrumented {
+		g, ok := mod.ExportedGlobal(stopExport).(api.MutableGlobal)
+		if !ok {
+			return fail(ErrModule, "instrumented module lacks its %s global", stopExport)
+		}
+		in.stop = g
+		guard.arm(g, r.cfg.initTimeout)
+	}
+	timedOut := func(what string) (*instance, error) {
+		return fail(ErrInstantiate, "%s did not return within %v", what, r.cfg.initTimeout)
+	}
+	for _, c := range []struct{ export, what string }{
+		{startExport, "start function"}, {abi.ExportInitialize, abi.ExportInitialize},
+	} {
+		if c.export == startExport && !m.hasStart {
+			continue
+		}
+		if f := mod.ExportedFunction(c.export); f != nil {
+			if _, err := f.Call(ictx); err != nil {
+				if guard.stop() {
+					return timedOut(c.what)
+				}
+				return fail(ErrInstantiate, "%s: %v", c.what, err)
 			}
-			return fail(ErrInstantiate, "%s: %v", abi.ExportInitialize, err)
 		}
 	}
 	var vals [4]uint32
 	for i, name := range []string{abi.ExportVersionMajor, abi.ExportVersionMinor, abi.ExportInPtr, abi.ExportOutPtr} {
 		v, err := readI32Export(ictx, mod, name)
 		if err != nil {
+			if guard.stop() {
+				return timedOut(fmt.Sprintf("export %q", name))
+			}
 			return fail(ErrModule, "%v", err)
 		}
 		vals[i] = v
+	}
+	// Stopped after the last call returned: the flag is set, the instance
+	// would trap at once.
+	if m.instrumented && guard.stop() {
+		return timedOut("initialization")
 	}
 	in.version = abi.Version{Major: uint16(vals[0]), Minor: uint16(vals[1])}
 	if vals[0] != abi.VersionMajor || vals[0] > 0xffff || vals[1] > 0xffff {
@@ -189,6 +259,42 @@ func (r *Runtime) instantiate(ctx context.Context, m *module) (*instance, error)
 		return fail(ErrModule, "in_ptr [%d, +%d) and out_ptr [%d, +%d) overlap", in.inPtr, abi.SensorsSize, in.outPtr, abi.DecisionSize)
 	}
 	return in, nil
+}
+
+// initGuard bounds the guest code run while instantiating. Armed with an
+// instrumented module's stop flag, a timer sets the flag at the timeout;
+// otherwise it reports the context (wazero's checks stop the guest).
+type initGuard struct {
+	ctx   context.Context
+	mu    sync.Mutex
+	timer *time.Timer
+	g     api.MutableGlobal // nil once stopped
+	fired bool
+}
+
+func (w *initGuard) arm(g api.MutableGlobal, d time.Duration) {
+	w.g = g
+	w.timer = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.g != nil {
+			w.g.Set(1)
+			w.fired = true
+		}
+	})
+}
+
+// stop ends the guard (it can be called repeatedly) and reports whether it
+// fired. After stop the flag is never set.
+func (w *initGuard) stop() bool {
+	if w.timer == nil {
+		return w.ctx.Err() != nil
+	}
+	w.timer.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.g = nil
+	return w.fired
 }
 
 // readI32Export reads an i32 exported either as a () -> i32 function or as a

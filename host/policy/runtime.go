@@ -27,7 +27,8 @@ type Runtime struct {
 	kvMask        uint8
 	engineVersion string
 
-	wr        wazero.Runtime
+	wr        wazero.Runtime // instrumented modules, or any module without a deadline
+	fb        wazero.Runtime // fallback for modules instrument refuses (nil without a deadline)
 	cache     wazero.CompilationCache
 	wasiFuncs map[string]bool
 	instSeq   atomic.Uint64
@@ -60,7 +61,8 @@ type Runtime struct {
 // hotState is what Decide keeps between calls. Only the goroutine inside
 // Decide touches it (Decide is not reentrant; the calling flag enforces it).
 type hotState struct {
-	dctx     callCtx
+	dctx     callCtx   // deadline of modules on the fallback runtime
+	stop     stopTimer // deadline of instrumented modules
 	sensBuf  [abi.SensorsSize]byte
 	pre      abi.Decision // the caller's pre-filled decision
 	lastGood abi.Decision
@@ -100,9 +102,12 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	for _, k := range cfg.limits.KVTypes {
 		r.kvMask |= 1 << k
 	}
-	rc := wazero.NewRuntimeConfigCompiler().
-		WithMemoryLimitPages(cfg.memPages).
-		WithCloseOnContextDone(cfg.deadline > 0)
+	// Modules are instrumented with their own termination checks (see
+	// instrument): r.wr runs them without wazero's, whose per-call goroutine
+	// costs ~20 µs at p99. The fallback runtime keeps wazero's checks for
+	// modules that cannot be instrumented. Both share the compilation cache
+	// (wazero's cache key includes the termination setting).
+	rc := wazero.NewRuntimeConfigCompiler().WithMemoryLimitPages(cfg.memPages)
 	if dir := cfg.resolvedCacheDir(); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("policy: compilation cache %s: %w", dir, err)
@@ -115,9 +120,17 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	r.wr = wazero.NewRuntimeWithConfig(ctx, rc)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r.wr); err != nil {
-		r.closeWazero(ctx)
-		return nil, fmt.Errorf("policy: WASI: %w", err)
+	if cfg.deadline > 0 {
+		r.fb = wazero.NewRuntimeWithConfig(ctx, rc.WithCloseOnContextDone(true))
+	}
+	for _, wr := range []wazero.Runtime{r.wr, r.fb} {
+		if wr == nil {
+			continue
+		}
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
+			r.closeWazero(ctx)
+			return nil, fmt.Errorf("policy: WASI: %w", err)
+		}
 	}
 	for name := range r.wr.Module(wasiModule).ExportedFunctionDefinitions() {
 		r.wasiFuncs[name] = true
@@ -130,6 +143,7 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	r.hot.dctx.init(cfg.deadline)
+	r.hot.stop.init(cfg.deadline)
 	r.wg.Add(2)
 	go r.worker()
 	go r.logger()
@@ -149,6 +163,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	close(r.stop)
 	r.wg.Wait()
 	r.hot.dctx.close()
+	r.hot.stop.close()
 	var err error
 	if r.dlog != nil {
 		err = r.dlog.close()
@@ -158,6 +173,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 
 func (r *Runtime) closeWazero(ctx context.Context) error {
 	err := r.wr.Close(ctx)
+	if r.fb != nil {
+		err = errors.Join(err, r.fb.Close(ctx))
+	}
 	if r.cache != nil {
 		err = errors.Join(err, r.cache.Close(ctx))
 	}
@@ -241,8 +259,10 @@ func (r *Runtime) load(ctx context.Context, path string) error {
 		}
 		r.prevGood = old
 	}
-	r.publish(ctx, mod, inst)
+	// Count the load before publishing: once Decide can see the new
+	// generation, Stats must already include the load that made it.
 	r.c.loads.Add(1)
+	r.publish(ctx, mod, inst)
 	r.log.Info("policy: loaded", "module", mod.String(), "path", path, "generation", mod.gen)
 	return nil
 }
@@ -454,6 +474,9 @@ type Stats struct {
 	Reinstantiations  uint64 `json:"reinstantiations"`
 	InstantiateErrors uint64 `json:"instantiate_errors"`
 	Quarantines       uint64 `json:"quarantines"`
+	// Uninstrumented counts modules compiled as they are, with wazero's
+	// termination checks, because instrument refused them.
+	Uninstrumented uint64 `json:"uninstrumented"`
 
 	EventsDropped uint64 `json:"events_dropped"` // log events dropped (queue full)
 	LogRecords    uint64 `json:"log_records"`    // decision log lines written
@@ -466,7 +489,7 @@ type Stats struct {
 
 type counters struct {
 	steps, ok, fallbacks, failures, traps, deadlines, badStatus, invalid, memFaults, clamped atomic.Uint64
-	loads, loadErrors, reinstantiations, instantiateErrors, quarantines                      atomic.Uint64
+	loads, loadErrors, reinstantiations, instantiateErrors, quarantines, fallbackModules     atomic.Uint64
 	eventsDropped, logRecords, logBytes, logSkipped                                          atomic.Uint64
 }
 
@@ -478,7 +501,7 @@ func (r *Runtime) Stats() Stats {
 		Traps: c.traps.Load(), Deadlines: c.deadlines.Load(), BadStatus: c.badStatus.Load(), Invalid: c.invalid.Load(),
 		MemoryFaults: c.memFaults.Load(), Clamped: c.clamped.Load(),
 		Loads: c.loads.Load(), LoadErrors: c.loadErrors.Load(), Reinstantiations: c.reinstantiations.Load(),
-		InstantiateErrors: c.instantiateErrors.Load(), Quarantines: c.quarantines.Load(),
+		InstantiateErrors: c.instantiateErrors.Load(), Quarantines: c.quarantines.Load(), Uninstrumented: c.fallbackModules.Load(),
 		EventsDropped: c.eventsDropped.Load(), LogRecords: c.logRecords.Load(), LogBytes: c.logBytes.Load(), LogSkipped: c.logSkipped.Load(),
 		Revision: r.revision.Load(), Generation: r.gen.Load(),
 	}

@@ -121,15 +121,30 @@ func TestDecideAllocs(t *testing.T) {
 		t.Errorf("Decide without deadline: %v allocs per call, want 0", n)
 	}
 
-	// With the deadline, wazero's WithCloseOnContextDone allocates inside
-	// every call (a channel, a goroutine, a closure); Decide adds nothing:
-	// compare against a bare CallWithStack on the same instance.
+	// With the deadline, an instrumented module allocates nothing either:
+	// the timer is re-armed, the stop flag set only on overrun.
 	r2 := newRuntime(t, testConfig().WithDeadline(50*time.Millisecond))
 	if err := r2.LoadFile(ctx, fixture(t, "sensor")); err != nil {
 		t.Fatal(err)
 	}
-	inst := r2.active.Load()
-	dctx := &r2.hot.dctx
+	if !r2.active.Load().mod.instrumented {
+		t.Fatal("sensor.wasm not instrumented")
+	}
+	if n := testing.AllocsPerRun(2000, func() { r2.Decide(ctx, &s, &d) }); n != 0 {
+		t.Errorf("Decide with deadline (instrumented): %v allocs per call, want 0", n)
+	}
+
+	// On the fallback runtime, wazero's WithCloseOnContextDone allocates
+	// inside every call (a channel, a goroutine, a closure); Decide adds
+	// nothing: compare against a bare CallWithStack on the same instance.
+	cfg := testConfig().WithDeadline(50 * time.Millisecond)
+	cfg.noInstrument = true
+	r3 := newRuntime(t, cfg)
+	if err := r3.LoadFile(ctx, fixture(t, "sensor")); err != nil {
+		t.Fatal(err)
+	}
+	inst := r3.active.Load()
+	dctx := &r3.hot.dctx
 	// The goroutine wazero starts per call sometimes needs a fresh g (one
 	// more malloc, counted process-wide): take the minimum of a few rounds.
 	bare, full := 1e9, 1e9
@@ -139,14 +154,16 @@ func TestDecideAllocs(t *testing.T) {
 			inst.decide.CallWithStack(c, inst.stack)
 			dctx.disarm()
 		}))
-		full = min(full, testing.AllocsPerRun(2000, func() { r2.Decide(ctx, &s, &d) }))
+		full = min(full, testing.AllocsPerRun(2000, func() { r3.Decide(ctx, &s, &d) }))
 	}
-	t.Logf("allocs per call with deadline: bare wazero call %v, Decide %v", bare, full)
+	t.Logf("allocs per call on the fallback runtime: bare wazero call %v, Decide %v", bare, full)
 	if full > bare {
 		t.Errorf("Decide allocates %v per call, the wazero call alone %v: Decide adds %v", full, bare, full-bare)
 	}
-	if st := r2.Stats(); st.Failures != 0 {
-		t.Fatalf("failures during alloc test: %+v", st)
+	for _, r := range []*Runtime{r2, r3} {
+		if st := r.Stats(); st.Failures != 0 {
+			t.Fatalf("failures during alloc test: %+v", st)
+		}
 	}
 }
 

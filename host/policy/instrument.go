@@ -1,0 +1,676 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Reserved export names added by instrument. A module that already exports
+// one of them is not instrumented (it runs on the fallback runtime).
+const (
+	stopExport  = "__edgellm_stop"  // i32 mutable global: 1 = stop at the next check
+	startExport = "__edgellm_start" // the module's start function, called by the host
+)
+
+// errNotInstrumentable wraps every reason instrument gives up; the module is
+// then run on the fallback runtime (wazero's own termination checks).
+var errNotInstrumentable = errors.New("cannot instrument")
+
+func notInstrumentable(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errNotInstrumentable, fmt.Sprintf(format, args...))
+}
+
+// instrumented is the result of instrument.
+type instrumented struct {
+	wasm     []byte
+	hasStart bool // the start section became the export startExport
+	checks   int  // termination checks inserted
+}
+
+// Section ids and their canonical order (the data count section, 12, sits
+// between element and code).
+const (
+	secCustom    = 0
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secMemory    = 5
+	secGlobal    = 6
+	secExport    = 7
+	secStart     = 8
+	secCode      = 10
+	secDataCount = 12
+)
+
+var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 12: 10, 10: 11, 11: 12}
+
+// instrument rewrites a module so that the host can stop it without
+// wazero's per-call goroutine. It appends two mutable i32 globals, $stop
+// (exported as stopExport) and $tick, and inserts checkCode at the head of
+// every loop (so it runs at every back-edge) and at the entry of every
+// function (so that call trees without loops are stopped too). A start
+// section becomes the export startExport, which the host calls under its
+// own deadline. No existing index changes: the globals come last, and only
+// code bodies and the global, export and start sections are rewritten.
+//
+// The decoder knows exactly the instructions of wazero's default feature set
+// (api.CoreFeaturesV2: MVP, sign extension, non-trapping conversions, bulk
+// memory, reference types, multi-value, SIMD) and reads immediates the way
+// wazero does. Anything else (threads, tail calls, exception handling, an
+// unknown opcode, a malformed body, no memory) returns an error wrapping
+// errNotInstrumentable.
+func instrument(wasm []byte) (*instrumented, error) {
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
+		return nil, notInstrumentable("not a version 1 Wasm binary")
+	}
+	type section struct {
+		id      byte
+		payload []byte
+		raw     []byte // id, size and payload as in the input
+	}
+	var secs []section
+	r := reader{b: wasm, pos: 8}
+	last := 0
+	seen := map[byte]bool{}
+	for r.pos < len(r.b) {
+		start := r.pos
+		id := r.byte()
+		size := r.u32()
+		if r.err != nil || uint64(r.pos)+uint64(size) > uint64(len(r.b)) {
+			return nil, notInstrumentable("section at offset %d: truncated", start)
+		}
+		p := r.b[r.pos : r.pos+int(size)]
+		r.pos += int(size)
+		if id != secCustom {
+			rank, ok := sectionRank[id]
+			if !ok {
+				return nil, notInstrumentable("unknown section id %d", id)
+			}
+			if rank <= last || seen[id] {
+				return nil, notInstrumentable("section %d out of order or repeated", id)
+			}
+			last, seen[id] = rank, true
+		}
+		secs = append(secs, section{id: id, payload: p, raw: r.b[start:r.pos]})
+	}
+
+	// Index spaces and the facts the rewrite needs.
+	var (
+		types        []bool // per type: () -> ()
+		importFuncs  []uint32
+		importGlobs  uint32
+		funcTypes    []uint32
+		definedGlobs uint32
+		exports      []byte // export entries as in the input
+		nExports     uint32
+		startFunc    = -1
+		globalsRest  []byte // global section after its count
+		haveCode     bool
+		mems         int
+	)
+	for _, s := range secs {
+		sr := reader{b: s.payload}
+		switch s.id {
+		case secType:
+			n := sr.u32()
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				if sr.byte() != 0x60 {
+					return nil, notInstrumentable("type %d is not a function type", i)
+				}
+				np := sr.skipValTypes()
+				nr := sr.skipValTypes()
+				types = append(types, np == 0 && nr == 0)
+			}
+		case secImport:
+			n := sr.u32()
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				sr.name()
+				sr.name()
+				switch kind := sr.byte(); kind {
+				case 0x00:
+					importFuncs = append(importFuncs, sr.u32())
+				case 0x01:
+					sr.byte() // reftype
+					sr.limits()
+				case 0x02:
+					sr.limits()
+					mems++
+				case 0x03:
+					sr.byte() // valtype
+					sr.byte() // mutability
+					importGlobs++
+				default:
+					return nil, notInstrumentable("import %d has kind %#x", i, kind)
+				}
+			}
+		case secFunction:
+			n := sr.u32()
+			for i := uint32(0); i < n && sr.err == nil; i++ {
+				funcTypes = append(funcTypes, sr.u32())
+			}
+		case secGlobal:
+			definedGlobs = sr.u32()
+			globalsRest = sr.b[sr.pos:]
+			sr.pos = len(sr.b)
+		case secExport:
+			nExports = sr.u32()
+			from := sr.pos
+			for i := uint32(0); i < nExports && sr.err == nil; i++ {
+				name := sr.name()
+				if name == stopExport || name == startExport {
+					return nil, notInstrumentable("the module already exports the reserved name %q", name)
+				}
+				sr.byte()
+				sr.u32()
+			}
+			exports = sr.b[from:sr.pos]
+		case secStart:
+			startFunc = int(sr.u32())
+		case secMemory:
+			mems += int(sr.u32())
+			sr.pos = len(sr.b)
+		case secCode:
+			haveCode = true
+			sr.pos = len(sr.b) // rewritten below
+		default:
+			sr.pos = len(sr.b)
+		}
+		if sr.err != nil || sr.pos != len(sr.b) {
+			return nil, notInstrumentable("section %d is malformed", s.id)
+		}
+	}
+	if len(funcTypes) > 0 && !haveCode {
+		return nil, notInstrumentable("function section without code section")
+	}
+	if mems == 0 {
+		return nil, notInstrumentable("no memory (the checks yield with memory.grow)")
+	}
+	stopIdx := importGlobs + definedGlobs
+	if stopIdx < importGlobs || stopIdx+1 < stopIdx { // overflow
+		return nil, notInstrumentable("too many globals")
+	}
+	check := checkCode(stopIdx)
+
+	out := &instrumented{hasStart: startFunc >= 0}
+	if startFunc >= 0 {
+		var t uint32
+		switch {
+		case startFunc < len(importFuncs):
+			t = importFuncs[startFunc]
+		case startFunc-len(importFuncs) < len(funcTypes):
+			t = funcTypes[startFunc-len(importFuncs)]
+		default:
+			return nil, notInstrumentable("start function %d does not exist", startFunc)
+		}
+		if int(t) >= len(types) || !types[t] {
+			return nil, notInstrumentable("start function %d is not () -> ()", startFunc)
+		}
+	}
+
+	// The new sections.
+	global := appendU32(nil, definedGlobs+2)
+	global = append(global, globalsRest...)
+	global = append(global, 0x7f, 0x01, 0x41, 0x00, 0x0b) // $stop: mut i32 (i32.const 0)
+	global = append(global, 0x7f, 0x01, 0x41, 0x00, 0x0b) // $tick: mut i32 (i32.const 0)
+	export := appendU32(nil, nExports+1+boolU32(startFunc >= 0))
+	export = append(export, exports...)
+	export = appendName(export, stopExport)
+	export = append(export, 0x03)
+	export = appendU32(export, stopIdx)
+	if startFunc >= 0 {
+		export = appendName(export, startExport)
+		export = append(export, 0x00)
+		export = appendU32(export, uint32(startFunc))
+	}
+
+	res := append(make([]byte, 0, len(wasm)+len(wasm)/8+64), wasm[:8]...)
+	pending := []struct {
+		id   byte
+		body []byte
+	}{{secGlobal, global}, {secExport, export}}
+	flush := func(rank int) {
+		for len(pending) > 0 && sectionRank[pending[0].id] < rank {
+			res = appendSection(res, pending[0].id, pending[0].body)
+			pending = pending[1:]
+		}
+	}
+	for _, s := range secs {
+		switch s.id {
+		case secCustom:
+			// DWARF refers to code offsets, which move: drop it (it only
+			// serves stack traces).
+			if name := (&reader{b: s.payload}).name(); strings.HasPrefix(name, ".debug_") {
+				continue
+			}
+			res = append(res, s.raw...)
+			continue
+		case secGlobal, secExport:
+			flush(sectionRank[s.id])
+			res = appendSection(res, pending[0].id, pending[0].body)
+			pending = pending[1:]
+			continue
+		}
+		flush(sectionRank[s.id])
+		switch s.id {
+		case secStart:
+			// Removed: the host calls startExport after instantiation.
+		case secCode:
+			code, n, err := instrumentCode(s.payload, check)
+			if err != nil {
+				return nil, err
+			}
+			out.checks = n
+			res = appendSection(res, secCode, code)
+		default:
+			res = append(res, s.raw...)
+		}
+	}
+	flush(1 << 30)
+	out.wasm = res
+	return out, nil
+}
+
+// yieldEvery is how many checks pass between two exits to Go (a power of 2).
+const yieldEvery = 1024
+
+// checkCode is the check inserted at loop heads and function entries:
+//
+//	;; every yieldEvery checks, exit to Go: memory.grow is implemented by a
+//	;; call into Go, where the goroutine can be preempted. Native code cannot
+//	;; be, so without it a runaway guest would block a GC stop-the-world,
+//	;; and with it the timer goroutine that sets $stop.
+//	global.get $tick  i32.const 1  i32.add  global.set $tick
+//	global.get $tick  i32.const yieldEvery-1  i32.and  i32.eqz
+//	if  i32.const 0  memory.grow 0  drop  end
+//	;; stop when the host says so
+//	global.get $stop  if  unreachable  end
+//
+// memory.grow 0 changes nothing and its result is dropped. Both globals are
+// i32: stop is global stop, tick is stop+1.
+func checkCode(stop uint32) []byte {
+	tick := stop + 1
+	c := appendU32([]byte{0x23}, tick)
+	c = append(c, 0x41, 0x01, 0x6a, 0x24)
+	c = appendU32(c, tick)
+	c = append(c, 0x23)
+	c = appendU32(c, tick)
+	c = append(c, 0x41)
+	c = appendU32(c, yieldEvery-1) // positive and < 2^13: its LEB128 is also the s32 one
+	c = append(c, 0x71, 0x45, 0x04, 0x40, 0x41, 0x00, 0x40, 0x00, 0x1a, 0x0b, 0x23)
+	c = appendU32(c, stop)
+	return append(c, 0x04, 0x40, 0x00, 0x0b)
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// instrumentCode rewrites the code section payload.
+func instrumentCode(p []byte, check []byte) ([]byte, int, error) {
+	r := reader{b: p}
+	n := r.u32()
+	if r.err != nil {
+		return nil, 0, notInstrumentable("code section: %v", r.err)
+	}
+	out := appendU32(make([]byte, 0, len(p)+len(p)/8+16), n)
+	checks := 0
+	var body []byte
+	for i := uint32(0); i < n; i++ {
+		size := r.u32()
+		if r.err != nil || uint64(r.pos)+uint64(size) > uint64(len(p)) {
+			return nil, 0, notInstrumentable("code section: body %d truncated", i)
+		}
+		var k int
+		var err error
+		body, k, err = instrumentBody(body[:0], p[r.pos:r.pos+int(size)], check)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w (function body %d)", err, i)
+		}
+		r.pos += int(size)
+		checks += k
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	if r.pos != len(p) {
+		return nil, 0, notInstrumentable("code section: %d bytes after the last body", len(p)-r.pos)
+	}
+	return out, checks, nil
+}
+
+// instrumentBody appends the instrumented body b to out and returns it with
+// the number of checks inserted.
+func instrumentBody(out, b []byte, check []byte) ([]byte, int, error) {
+	r := reader{b: b}
+	groups := r.u32()
+	for i := uint32(0); i < groups && r.err == nil; i++ {
+		r.u32()
+		if t := r.byte(); r.err == nil && !isValType(t) {
+			return out, 0, notInstrumentable("local of unknown type %#x", t)
+		}
+	}
+	if r.err != nil {
+		return out, 0, notInstrumentable("locals: %v", r.err)
+	}
+	out = append(out, b[:r.pos]...)
+	copied := r.pos
+	checks := 0
+	// Function entry: skipped when the body starts with a loop, whose own
+	// check runs first anyway (Go's Wasm code: every function is a loop).
+	if r.pos < len(b) && b[r.pos] != 0x03 {
+		out = append(out, check...)
+		checks++
+	}
+	depth := 0
+	for {
+		if r.pos >= len(b) {
+			return out, 0, notInstrumentable("body ends without end")
+		}
+		op := r.byte()
+		switch op {
+		case 0x02, 0x04: // block, if
+			r.blockType()
+			depth++
+		case 0x03: // loop
+			r.blockType()
+			depth++
+			if r.err == nil {
+				out = append(out, b[copied:r.pos]...)
+				out = append(out, check...)
+				copied = r.pos
+				checks++
+			}
+		case 0x0b: // end
+			depth--
+			if depth < 0 {
+				if r.pos != len(b) {
+					return out, 0, notInstrumentable("%d bytes after the function's end", len(b)-r.pos)
+				}
+				return append(out, b[copied:]...), checks, nil
+			}
+		default:
+			if err := r.immediates(op); err != nil {
+				return out, 0, err
+			}
+		}
+		if r.err != nil {
+			return out, 0, notInstrumentable("at body offset %d: %v", r.pos, r.err)
+		}
+	}
+}
+
+// immediates skips the immediates of op (other than block, loop, if, end).
+func (r *reader) immediates(op byte) error {
+	switch {
+	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0f || op == 0x1a || op == 0x1b ||
+		op == 0xd1 || (op >= 0x45 && op <= 0xc4):
+		// unreachable, nop, else, return, drop, select, ref.is_null, numeric
+	case op == 0x0c || op == 0x0d || op == 0x10 || (op >= 0x20 && op <= 0x26) || op == 0xd2:
+		// br, br_if, call, local.*, global.*, table.get/set, ref.func
+		r.u32()
+	case op == 0x0e: // br_table
+		n := r.u32()
+		for i := uint32(0); i <= n && r.err == nil; i++ {
+			r.u32()
+		}
+	case op == 0x11: // call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1c: // select t*
+		n := r.u32()
+		if n != 1 {
+			return notInstrumentable("select with %d types", n)
+		}
+		if t := r.byte(); !isValType(t) {
+			return notInstrumentable("select of unknown type %#x", t)
+		}
+	case op >= 0x28 && op <= 0x3e: // loads and stores
+		r.memarg()
+	case op == 0x3f || op == 0x40: // memory.size, memory.grow
+		r.u32()
+	case op == 0x41:
+		r.sleb(32)
+	case op == 0x42:
+		r.sleb(64)
+	case op == 0x43:
+		r.skip(4)
+	case op == 0x44:
+		r.skip(8)
+	case op == 0xd0: // ref.null
+		if t := r.byte(); t != 0x70 && t != 0x6f {
+			return notInstrumentable("ref.null of unknown type %#x", t)
+		}
+	case op == 0xfc:
+		return r.miscImmediates()
+	case op == 0xfd:
+		return r.simdImmediates()
+	default:
+		return notInstrumentable("unsupported opcode %#x at body offset %d", op, r.pos-1)
+	}
+	return nil
+}
+
+func (r *reader) miscImmediates() error {
+	sub := r.u32()
+	switch {
+	case sub <= 7: // saturating truncations
+	case sub == 8: // memory.init
+		r.u32()
+		r.u32()
+	case sub == 9 || sub == 11 || sub == 13 || (sub >= 15 && sub <= 17):
+		// data.drop, memory.fill, elem.drop, table.grow/size/fill
+		r.u32()
+	case sub == 10 || sub == 12 || sub == 14: // memory.copy, table.init, table.copy
+		r.u32()
+		r.u32()
+	default:
+		if r.err == nil {
+			return notInstrumentable("unsupported opcode 0xfc %d", sub)
+		}
+	}
+	return nil
+}
+
+// simdImmediates reads a SIMD opcode the way wazero does: one byte (not a
+// LEB128). Opcodes 0x80-0xff are encoded by compilers as the LEB128 pair
+// (op, 0x01), and wazero reads the 0x01 as a nop: accept exactly that pair,
+// which both readings split the same way around it.
+func (r *reader) simdImmediates() error {
+	op := r.byte()
+	if op >= 0x80 {
+		if next := r.byte(); r.err == nil && next != 0x01 {
+			return notInstrumentable("SIMD opcode %#x followed by %#x", op, next)
+		}
+	}
+	switch {
+	case op <= 0x0b || op == 0x5c || op == 0x5d: // loads, store, load_zero
+		r.memarg()
+	case op == 0x0c || op == 0x0d: // v128.const, i8x16.shuffle
+		r.skip(16)
+	case op >= 0x15 && op <= 0x22: // extract/replace lane
+		r.skip(1)
+	case op >= 0x54 && op <= 0x5b: // load/store lane
+		r.memarg()
+		r.skip(1)
+	case simdGaps[op]:
+		return notInstrumentable("unsupported opcode 0xfd %#x", op)
+	}
+	return nil
+}
+
+// simdGaps are the SIMD opcodes below 0x100 that wazero does not know.
+var simdGaps = func() (g [256]bool) {
+	for _, op := range []byte{0x9a, 0xa2, 0xa5, 0xa6, 0xaf, 0xb0, 0xb2, 0xb3, 0xb4, 0xbb, 0xc2, 0xc5, 0xc6, 0xcf, 0xd0, 0xd2, 0xd3, 0xd4, 0xe2, 0xee} {
+		g[op] = true
+	}
+	return g
+}()
+
+func isValType(t byte) bool {
+	switch t {
+	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+		return true
+	}
+	return false
+}
+
+// reader decodes a byte slice; the first error sticks and reads after it
+// return zero values.
+type reader struct {
+	b   []byte
+	pos int
+	err error
+}
+
+var errTruncated = errors.New("truncated")
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.pos >= len(r.b) {
+		r.err = errTruncated
+		return 0
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c
+}
+
+func (r *reader) skip(n int) {
+	if r.err != nil {
+		return
+	}
+	if len(r.b)-r.pos < n {
+		r.err = errTruncated
+		return
+	}
+	r.pos += n
+}
+
+// u32 reads an unsigned LEB128 of at most 5 bytes, as wazero does.
+func (r *reader) u32() uint32 {
+	var v uint32
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= uint32(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			if i == 4 && c > 0x0f {
+				r.err = errors.New("u32 overflows")
+				return 0
+			}
+			return v
+		}
+	}
+	r.err = errors.New("u32 longer than 5 bytes")
+	return 0
+}
+
+// sleb skips a signed LEB128 of at most ceil(bits/7) bytes.
+func (r *reader) sleb(bits int) {
+	max := (bits + 6) / 7
+	for i := 0; i < max; i++ {
+		c := r.byte()
+		if r.err != nil || c&0x80 == 0 {
+			return
+		}
+	}
+	r.err = fmt.Errorf("s%d longer than %d bytes", bits, max)
+}
+
+func (r *reader) memarg() {
+	if align := r.u32(); r.err == nil && align >= 32 {
+		r.err = fmt.Errorf("alignment 2^%d", align)
+	}
+	r.u32()
+}
+
+// blockType skips a block type: empty (0x40), a value type, or a type index
+// (s33, non-negative).
+func (r *reader) blockType() {
+	if r.err != nil {
+		return
+	}
+	if r.pos < len(r.b) && (r.b[r.pos] == 0x40 || isValType(r.b[r.pos])) {
+		r.pos++
+		return
+	}
+	var v int64
+	for i := 0; i < 5; i++ {
+		c := r.byte()
+		if r.err != nil {
+			return
+		}
+		v |= int64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			if c&0x40 != 0 { // negative: not a type index
+				r.err = fmt.Errorf("block type %#x", c)
+			}
+			return
+		}
+	}
+	r.err = errors.New("block type longer than 5 bytes")
+}
+
+func (r *reader) name() string {
+	n := r.u32()
+	if r.err != nil {
+		return ""
+	}
+	if uint64(len(r.b)-r.pos) < uint64(n) {
+		r.err = errTruncated
+		return ""
+	}
+	s := string(r.b[r.pos : r.pos+int(n)])
+	r.pos += int(n)
+	return s
+}
+
+func (r *reader) limits() {
+	switch flag := r.byte(); flag {
+	case 0x00:
+		r.u32()
+	case 0x01:
+		r.u32()
+		r.u32()
+	default:
+		if r.err == nil {
+			r.err = fmt.Errorf("limits flag %#x", flag)
+		}
+	}
+}
+
+// skipValTypes skips a vector of value types and returns its length.
+func (r *reader) skipValTypes() uint32 {
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if t := r.byte(); r.err == nil && !isValType(t) {
+			r.err = fmt.Errorf("unknown value type %#x", t)
+		}
+	}
+	return n
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+func appendName(b []byte, s string) []byte {
+	return append(appendU32(b, uint32(len(s))), s...)
+}
+
+func appendSection(b []byte, id byte, payload []byte) []byte {
+	b = append(b, id)
+	b = appendU32(b, uint32(len(payload)))
+	return append(b, payload...)
+}

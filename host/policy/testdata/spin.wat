@@ -1,0 +1,17 @@
+;; Runs a loop of mem_available_mb (in+32) iterations, then decides tier 0:
+;; a guest whose run time the test controls (deadline races).
+(module
+  (memory (export "memory") 1)
+  (func (export "edgellm_abi_version_major") (result i32) i32.const 1)
+  (func (export "edgellm_abi_version_minor") (result i32) i32.const 0)
+  (func (export "in_ptr") (result i32) i32.const 1024)
+  (func (export "out_ptr") (result i32) i32.const 4096)
+  (func (export "decide") (result i32)
+    (local $n i32)
+    (local.set $n (i32.load (i32.const 1056)))
+    (block $done
+      (loop $l
+        (br_if $done (i32.le_s (local.get $n) (i32.const 0)))
+        (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+        (br $l)))
+    i32.const 0))
