@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +99,13 @@ type WindowSetter interface {
 	SetWindow(anchors, window int) error
 }
 
+// LayerWindowSetter is implemented by sessions whose layers can each keep
+// their own window (the native engine): layer il keeps the first anchors
+// positions and its most recent windows[il] (every window ≥ 1).
+type LayerWindowSetter interface {
+	SetLayerWindows(anchors int, windows []int) error
+}
+
 // tierReporter is implemented by engines loaded as tier ladders.
 type tierReporter interface{ Tiers() (n, cur int) }
 
@@ -179,6 +188,22 @@ func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 		}
 	}
 	return a
+}
+
+// layerWindows is each layer's window for a policy's per-layer scales:
+// max(1, round(scale × window)), scale 0 meaning 1 (leave as is). With
+// every scale 0 or 1 it is window for every layer: SetLayerWindows then
+// does what SetWindow does.
+func layerWindows(window int, scale *[abi.MaxLayers]float32, nLayer int) []int {
+	ws := make([]int, nLayer)
+	for i := range ws {
+		sc := float32(1)
+		if i < len(scale) && scale[i] > 0 {
+			sc = min(scale[i], 1)
+		}
+		ws[i] = max(1, int(math.Round(float64(sc)*float64(window))))
+	}
+	return ws
 }
 
 func kvToABI(t KVType) abi.KVType {
@@ -288,7 +313,8 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	// those capabilities keep the current values.
 	caps := a.eng.Capabilities()
 	ws, canWindow := a.sess.(WindowSetter)
-	if caps.SlidingWindow && canWindow && (d.Window != old.Window || d.Anchors != old.Anchors) {
+	scaled := d.LayerWindowScale != old.LayerWindowScale
+	if caps.SlidingWindow && canWindow && (d.Window != old.Window || d.Anchors != old.Anchors || scaled) {
 		// A window as large as the context means no eviction; the runtime
 		// already clamped it to the context.
 		window, anchors := int(d.Window), int(d.Anchors)
@@ -297,18 +323,38 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		} else if anchors+window+1 > a.ctx {
 			window = a.ctx - anchors - 1
 		}
-		if err := ws.SetWindow(anchors, window); err != nil {
+		// Per-layer windows need a window and an engine that has them;
+		// otherwise the scales stay as they were.
+		lws, perLayer := a.sess.(LayerWindowSetter)
+		var lw []int
+		if perLayer && window > 0 {
+			lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
+		} else {
+			d.LayerWindowScale = old.LayerWindowScale
+		}
+		var err error
+		switch {
+		case lw != nil:
+			err = lws.SetLayerWindows(anchors, lw)
+		case d.Window != old.Window || d.Anchors != old.Anchors:
+			err = ws.SetWindow(anchors, window)
+		}
+		if err != nil {
 			if a.log != nil {
 				fmt.Fprintf(a.log, "[policy step %d: window %d anchors %d not applied: %v]\n", step, d.Window, d.Anchors, err)
 			}
-			d.Window, d.Anchors = old.Window, old.Anchors
+			d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
 		} else {
-			changes = append(changes, fmt.Sprintf("window %d→%d anchors %d→%d", old.Window, d.Window, old.Anchors, d.Anchors))
+			if d.Window != old.Window || d.Anchors != old.Anchors {
+				changes = append(changes, fmt.Sprintf("window %d→%d anchors %d→%d", old.Window, d.Window, old.Anchors, d.Anchors))
+			}
+			if lw != nil && (scaled || slices.Min(lw) != slices.Max(lw)) {
+				changes = append(changes, fmt.Sprintf("layer windows %v", lw))
+			}
 		}
 	} else {
-		d.Window, d.Anchors = old.Window, old.Anchors
+		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
 	}
-	d.LayerWindowScale = old.LayerWindowScale // per-layer windows: not yet in any engine
 	if !caps.Speculative {
 		d.SpecK = old.SpecK
 	}

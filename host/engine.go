@@ -24,6 +24,8 @@ type (
 	LogitsMode = engine.LogitsMode
 	// KVType is the element type of the KV cache.
 	KVType = engine.KVType
+	// Attention selects the attention kernel of a session.
+	Attention = engine.Attention
 )
 
 const (
@@ -33,7 +35,14 @@ const (
 	KVF32      = engine.KVF32
 	KVQ8_0     = engine.KVQ8_0
 	KVQ4_0     = engine.KVQ4_0
+
+	AttentionAuto    = engine.AttentionAuto
+	AttentionFlash   = engine.AttentionFlash
+	AttentionClassic = engine.AttentionClassic
 )
+
+// ParseAttention validates an attention kernel name (auto, flash, classic).
+func ParseAttention(s string) (Attention, error) { return engine.ParseAttention(s) }
 
 // ParseKVType validates a KV type name.
 func ParseKVType(s string) (KVType, error) { return engine.ParseKVType(s) }

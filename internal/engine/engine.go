@@ -114,8 +114,43 @@ type SessionConfig struct {
 	NBatch  int    // max tokens per Decode; 0 = 512
 	Threads int    // 0 = all cores
 	KVType  KVType // "" = f16
-	// FlashAttn selects flash attention where the engine supports it.
-	FlashAttn bool
+	// Attention selects the attention kernel; the zero value lets the
+	// engine choose.
+	Attention Attention
+}
+
+// Attention selects how a session computes attention.
+type Attention uint8
+
+// Attention kernels. Both engines answer AttentionAuto with flash attention
+// on the CPU (llama.cpp's flash_attn_type auto resolves to enabled there),
+// so an unset config compares like with like.
+const (
+	AttentionAuto    Attention = iota // the engine's choice: flash attention on CPU
+	AttentionFlash                    // ggml_flash_attn_ext
+	AttentionClassic                  // softmax(Q Kᵀ) V as separate ops
+)
+
+var attentionNames = [...]string{"auto", "flash", "classic"}
+
+func (a Attention) String() string {
+	if int(a) < len(attentionNames) {
+		return attentionNames[a]
+	}
+	return "unknown"
+}
+
+// ParseAttention parses "auto", "flash" or "classic" ("" is auto).
+func ParseAttention(s string) (Attention, error) {
+	if s == "" {
+		return AttentionAuto, nil
+	}
+	for i, n := range attentionNames {
+		if s == n {
+			return Attention(i), nil
+		}
+	}
+	return 0, errors.New("unknown attention " + `"` + s + `"` + " (want auto, flash or classic)")
 }
 
 // Capabilities is what an engine can change while decoding; the policy runtime

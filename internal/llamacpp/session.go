@@ -33,8 +33,11 @@ func kvType(t engine.KVType) kernels.KVType {
 // attention in llama.cpp; FlashAttnAuto lets it decide.
 func contextParams(cfg engine.SessionConfig) kernels.ContextParams {
 	fa := kernels.FlashAttnAuto
-	if cfg.FlashAttn {
+	switch cfg.Attention {
+	case engine.AttentionFlash:
 		fa = kernels.FlashAttnOn
+	case engine.AttentionClassic:
+		fa = kernels.FlashAttnOff
 	}
 	return kernels.ContextParams{
 		NCtx:      cfg.NCtx,

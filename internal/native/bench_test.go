@@ -52,7 +52,7 @@ func BenchmarkDecodeStories260K(b *testing.B) {
 			name = "flash"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := e.newSession(engine.SessionConfig{NCtx: 2048, FlashAttn: flash})
+			s, err := e.newSession(engine.SessionConfig{NCtx: 2048, Attention: att(flash)})
 			if err != nil {
 				b.Fatal(err)
 			}

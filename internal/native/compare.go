@@ -2,7 +2,10 @@ package native
 
 import (
 	"fmt"
+	"runtime"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/edgellm/edgellm/internal/engine"
 	"github.com/edgellm/edgellm/kernels"
@@ -14,24 +17,41 @@ type BenchOptions struct {
 	Decode    int // single-token steps after the prompt (the first is not timed)
 	Threads   int
 	KVType    engine.KVType
-	FlashAttn bool
-	Reps      int // alternating repetitions per engine (best is kept); 0 = 3
+	Attention engine.Attention // both engines; auto is flash
+	Reps      int              // alternating repetitions per engine (best is kept); 0 = 3
 }
 
 // BenchSide is one engine's throughput.
 type BenchSide struct {
 	PrefillTokS float64 `json:"prefill_tok_s"`
 	DecodeTokS  float64 `json:"decode_tok_s"`
+	// The same rates over the calling thread's CPU time instead of wall
+	// time: with one thread that is all the compute, and a shared machine's
+	// descheduling does not count.
+	PrefillCPUTokS float64 `json:"prefill_cpu_tok_s"`
+	DecodeCPUTokS  float64 `json:"decode_cpu_tok_s"`
+}
+
+// threadCPU is the calling OS thread's CPU time.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 // BenchResult compares the native engine with llama.cpp measured in the
 // same process, alternating, with the same model, threads and KV type.
 type BenchResult struct {
-	Native        BenchSide `json:"native"`
-	LlamaCpp      BenchSide `json:"llamacpp"`
-	DecodeRatio   float64   `json:"decode_ratio"`  // native / llamacpp
-	PrefillRatio  float64   `json:"prefill_ratio"` // native / llamacpp
-	KVBytesPerTok int64     `json:"kv_bytes_per_token"`
+	Native       BenchSide `json:"native"`
+	LlamaCpp     BenchSide `json:"llamacpp"`
+	DecodeRatio  float64   `json:"decode_ratio"`  // native / llamacpp
+	PrefillRatio float64   `json:"prefill_ratio"` // native / llamacpp
+	// Ratios of the CPU-time rates (see BenchSide).
+	DecodeCPURatio  float64 `json:"decode_cpu_ratio"`
+	PrefillCPURatio float64 `json:"prefill_cpu_ratio"`
+	KVBytesPerTok   int64   `json:"kv_bytes_per_token"`
 }
 
 // BenchCompare measures prefill and decode speed of both engines. llama.cpp
@@ -56,10 +76,7 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 	}
 	defer model.Close()
 	nCtx := o.Prefill + o.Decode
-	fa := kernels.FlashAttnOff
-	if o.FlashAttn {
-		fa = kernels.FlashAttnOn
-	}
+	fa, att := flash(o.Attention)
 	kvt := kernels.KVType(o.KVType)
 	if kvt == "" {
 		kvt = kernels.KVF16
@@ -76,7 +93,7 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 	}
 	defer batch.Close()
 	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: o.Prefill, Threads: o.Threads,
-		KVType: o.KVType, FlashAttn: o.FlashAttn})
+		KVType: o.KVType, Attention: att})
 	if err != nil {
 		return nil, err
 	}
@@ -88,27 +105,32 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 		prompt[i] = int32((i*7 + 1) % nv)
 	}
 	res := &BenchResult{KVBytesPerTok: sess.Stats().KVBytesToken}
+	runtime.LockOSThread() // thread CPU time must stay on one thread
+	defer runtime.UnlockOSThread()
 	run := func(s engine.Session, reset func() error, side *BenchSide) error {
 		if err := reset(); err != nil {
 			return err
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), threadCPU()
 		if err := s.Decode(prompt, engine.LogitsLast); err != nil {
 			return err
 		}
 		pf := float64(o.Prefill) / time.Since(t0).Seconds()
+		pfc := float64(o.Prefill) / (threadCPU() - c0).Seconds()
 		tok := []int32{1}
 		if err := s.Decode(tok, engine.LogitsLast); err != nil { // warm-up step
 			return err
 		}
-		t0 = time.Now()
+		t0, c0 = time.Now(), threadCPU()
 		for range o.Decode - 1 {
 			if err := s.Decode(tok, engine.LogitsLast); err != nil {
 				return err
 			}
 		}
 		dc := float64(o.Decode-1) / time.Since(t0).Seconds()
+		dcc := float64(o.Decode-1) / (threadCPU() - c0).Seconds()
 		side.PrefillTokS, side.DecodeTokS = max(side.PrefillTokS, pf), max(side.DecodeTokS, dc)
+		side.PrefillCPUTokS, side.DecodeCPUTokS = max(side.PrefillCPUTokS, pfc), max(side.DecodeCPUTokS, dcc)
 		return nil
 	}
 	for range o.Reps {
@@ -121,5 +143,7 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 	}
 	res.DecodeRatio = res.Native.DecodeTokS / res.LlamaCpp.DecodeTokS
 	res.PrefillRatio = res.Native.PrefillTokS / res.LlamaCpp.PrefillTokS
+	res.DecodeCPURatio = res.Native.DecodeCPUTokS / res.LlamaCpp.DecodeCPUTokS
+	res.PrefillCPURatio = res.Native.PrefillCPUTokS / res.LlamaCpp.PrefillCPUTokS
 	return res, nil
 }

@@ -20,12 +20,14 @@ func BenchmarkCompareStories260K(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				r, err := BenchCompare(sharedtest.Stories260K(b), BenchOptions{Prefill: 128, Decode: 128, Threads: 1,
-					KVType: engine.KVF16, FlashAttn: flash})
+					KVType: engine.KVF16, Attention: att(flash)})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(r.DecodeRatio, "decode-ratio")
 				b.ReportMetric(r.PrefillRatio, "prefill-ratio")
+				b.ReportMetric(r.DecodeCPURatio, "decode-cpu-ratio")
+				b.ReportMetric(r.PrefillCPURatio, "prefill-cpu-ratio")
 				b.ReportMetric(r.Native.DecodeTokS, "native-tok/s")
 				b.ReportMetric(r.LlamaCpp.DecodeTokS, "llamacpp-tok/s")
 			}
@@ -54,7 +56,7 @@ func BenchmarkCompareBig(b *testing.B) {
 	for _, flash := range []bool{false, true} {
 		b.Run(fmt.Sprintf("flash=%v", flash), func(b *testing.B) {
 			for b.Loop() {
-				r, err := BenchCompare(path, BenchOptions{Prefill: 64, Decode: 16, KVType: engine.KVF16, FlashAttn: flash, Reps: 2})
+				r, err := BenchCompare(path, BenchOptions{Prefill: 64, Decode: 16, KVType: engine.KVF16, Attention: att(flash), Reps: 2})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -67,4 +69,12 @@ func BenchmarkCompareBig(b *testing.B) {
 			}
 		})
 	}
+}
+
+// att maps a test's flash flag to the session setting.
+func att(flash bool) engine.Attention {
+	if flash {
+		return engine.AttentionFlash
+	}
+	return engine.AttentionClassic
 }

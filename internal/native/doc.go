@@ -16,6 +16,10 @@
 // shape is unchanged. Options.ExtraSets maps the same model at other
 // precisions beside it; sessions choose per layer which weight set to use
 // (sets.go: Session.SetLayerSets, Engine.AdviseUnused), with no KV migration.
+// The KV cache can be a ring with anchor positions (ring.go:
+// Session.SetWindow), with a window per layer (Session.SetLayerWindows):
+// layers sharing a window share a ring, and a layer's slots past its ring
+// are released.
 // RATIONALE.md explains the non-obvious choices.
 //
 // An Engine and its Sessions are for one goroutine at a time. Close Sessions

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/edgellm/edgellm/kernels"
@@ -27,6 +28,26 @@ import (
 type graphKey struct {
 	nTok, nKV, nOut int
 	selGen          uint64 // weight-set selection generation
+	// Per-layer windows (ring.go): ringGen is the generation of the
+	// layer→ring map; nKV is ring 0's attended length, nKVRing[r-1] ring r's.
+	ringGen uint64
+	nKVRing [maxRings - 1]int32
+}
+
+// nKVOf is ring r's attended KV length.
+func (k *graphKey) nKVOf(r int) int {
+	if r == 0 {
+		return k.nKV
+	}
+	return int(k.nKVRing[r-1])
+}
+
+func (k *graphKey) setNKV(r, n int) {
+	if r == 0 {
+		k.nKV = n
+	} else {
+		k.nKVRing[r-1] = int32(n)
+	}
 }
 
 // graph is a built, allocated graph and its input/output tensors.
@@ -36,8 +57,12 @@ type graph struct {
 	g      *kernels.Graph
 	tokens kernels.Tensor // I32 [n_tok]
 	pos    kernels.Tensor // I32 [n_tok]
-	slots  kernels.Tensor // I64 [n_tok]: KV slot of each token
-	mask   kernels.Tensor // F16 [n_kv, n_tok]: 0 visible, -inf hidden
+	// Per KV ring (one per distinct layer window, ring.go):
+	slots [maxRings]kernels.Tensor // I64 [n_tok]: KV slot of each token
+	mask  [maxRings]kernels.Tensor // F16 [n_kv_r, n_tok]: 0 visible, -inf hidden
+	// ringOf is each layer's ring, set by the session before build (nil:
+	// every layer on ring 0).
+	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
 	logits kernels.Tensor // F32 [n_vocab, n_out]
 }
@@ -62,7 +87,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	c := g.ctx
 	c.Reset()
 	g.key = graphKey{}
-	nTok, nKV := int64(key.nTok), int64(key.nKV)
+	nTok := int64(key.nTok)
 	hd, nh, nhkv := int64(cfg.HeadDim), int64(cfg.NHead), int64(cfg.NHeadKV)
 	embdKV := int64(cfg.NEmbdKV())
 
@@ -77,8 +102,22 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	}
 	g.tokens = input(kernels.GGMLTypeI32, "inp_tokens", nTok)
 	g.pos = input(kernels.GGMLTypeI32, "inp_pos", nTok)
-	g.slots = input(kernels.GGMLTypeI64, "inp_kv_slots", nTok)
-	g.mask = input(kernels.GGMLTypeF16, "inp_kq_mask", nKV, nTok)
+	nRings := 1
+	for _, r := range g.ringOf {
+		nRings = max(nRings, int(r)+1)
+	}
+	for r := range maxRings {
+		g.slots[r], g.mask[r] = kernels.Tensor{}, kernels.Tensor{}
+		if r >= nRings {
+			continue
+		}
+		sfx := ""
+		if r > 0 {
+			sfx = fmt.Sprintf("_r%d", r)
+		}
+		g.slots[r] = input(kernels.GGMLTypeI64, "inp_kv_slots"+sfx, nTok)
+		g.mask[r] = input(kernels.GGMLTypeF16, "inp_kq_mask"+sfx, int64(key.nKVOf(r)), nTok)
+	}
 	g.outIDs = kernels.Tensor{}
 	if key.nOut < key.nTok {
 		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
@@ -95,6 +134,13 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 
 	x := c.GetRows(w.TokEmbd, g.tokens) // [n_embd, n_tok]
 	for il, l := range layers {
+		// this layer's KV ring: its slots, mask and attended length
+		r := 0
+		if g.ringOf != nil {
+			r = int(g.ringOf[il])
+		}
+		slots, mask, nKV := g.slots[r], g.mask[r], int64(key.nKVOf(r))
+
 		// attention rmsnorm
 		h := c.Mul(c.RMSNorm(x, cfg.NormEps), l.AttnNorm)
 
@@ -106,8 +152,8 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		k = c.RopeExt(k, g.pos, w.RopeFreqs, &rope)
 
 		// store k and v at the tokens' slots (quantizing for Q8_0/Q4_0)
-		gr.Expand(c.SetRows(kv.K[il], c.Reshape(k, embdKV, nTok), g.slots))
-		gr.Expand(c.SetRows(kv.V[il], v, g.slots))
+		gr.Expand(c.SetRows(kv.K[il], c.Reshape(k, embdKV, nTok), slots))
+		gr.Expand(c.SetRows(kv.V[il], v, slots))
 
 		// attend over the first nKV slots
 		kc, vc := g.cacheView(kv, il, cfg, nKV)
@@ -117,13 +163,13 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			if kc.Type() == kernels.GGMLTypeF32 {
 				kc, vc = c.Cast(kc, kernels.GGMLTypeF16), c.Cast(vc, kernels.GGMLTypeF16)
 			}
-			a = c.FlashAttnExt(qp, kc, vc, g.mask, scale) // [hd, n_head, n_tok]
+			a = c.FlashAttnExt(qp, kc, vc, mask, scale) // [hd, n_head, n_tok]
 			c.SetPrecF32(a)
 			a = c.Reshape(a, hd*nh, nTok)
 		} else {
 			kq := c.MulMat(kc, qp) // [n_kv, n_tok, n_head]
 			c.SetPrecF32(kq)
-			kq = c.SoftMaxExt(kq, g.mask, scale)
+			kq = c.SoftMaxExt(kq, mask, scale)
 			if vc.Type() != kernels.GGMLTypeF32 && vc.Type() != kernels.GGMLTypeF16 {
 				vc = c.Cast(vc, kernels.GGMLTypeF32)
 			}

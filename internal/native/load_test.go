@@ -165,7 +165,7 @@ func TestTinyPerHeadQuantizedKV(t *testing.T) {
 	}
 	for _, kv := range []engine.KVType{engine.KVQ8_0, engine.KVQ4_0} {
 		for _, flash := range []bool{false, true} {
-			s, err := e.newSession(engine.SessionConfig{NCtx: 64, KVType: kv, FlashAttn: flash})
+			s, err := e.newSession(engine.SessionConfig{NCtx: 64, KVType: kv, Attention: att(flash)})
 			if err != nil {
 				t.Fatal(err)
 			}

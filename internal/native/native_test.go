@@ -57,7 +57,7 @@ func TestGreedyStories260K(t *testing.T) {
 			name += "-flash"
 		}
 		t.Run(name, func(t *testing.T) {
-			s, err := e.NewSession(engine.SessionConfig{NCtx: 256, KVType: tc.kv, FlashAttn: tc.flash})
+			s, err := e.NewSession(engine.SessionConfig{NCtx: 256, KVType: tc.kv, Attention: att(tc.flash)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,8 +16,19 @@ type ParityOptions struct {
 	// KVType is the native engine's KV type. The llama.cpp reference uses F32
 	// when KVType is f32 and F16 otherwise: quantized KV is compared against
 	// the F16 reference.
-	KVType    engine.KVType
-	FlashAttn bool // both engines
+	KVType engine.KVType
+	// Attention is the kernel of both engines; auto is flash attention (what
+	// both engines choose on the CPU).
+	Attention engine.Attention
+}
+
+// flash resolves the attention setting shared by both engines of a
+// comparison into llama.cpp's explicit mode and the native session's.
+func flash(a engine.Attention) (kernels.FlashAttn, engine.Attention) {
+	if a == engine.AttentionClassic {
+		return kernels.FlashAttnOff, engine.AttentionClassic
+	}
+	return kernels.FlashAttnOn, engine.AttentionFlash
 }
 
 // ParityResult compares the native engine's logits with llama.cpp's on the
@@ -31,8 +42,8 @@ type ParityResult struct {
 	KLMax           float64 `json:"kl_max"`
 	KVType          string  `json:"kv_type"`
 	RefKVType       string  `json:"ref_kv_type"`
-	FlashAttn       bool    `json:"flash_attn"`
-	Tokens          []int32 `json:"tokens"` // the reference's greedy tokens
+	Attention       string  `json:"attention"` // flash or classic, both engines
+	Tokens          []int32 `json:"tokens"`    // the reference's greedy tokens
 }
 
 // Parity runs llama.cpp and the native engine on the model at path.
@@ -66,10 +77,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	if nCtx > eng.Config().NCtxTrain {
 		return nil, fmt.Errorf("parity: %d prompt + %d tokens exceed the model's context %d", len(prompt), o.N, eng.Config().NCtxTrain)
 	}
-	fa := kernels.FlashAttnOff
-	if o.FlashAttn {
-		fa = kernels.FlashAttnOn
-	}
+	fa, att := flash(o.Attention)
 	rctx, err := kernels.NewContext(model, kernels.ContextParams{NCtx: nCtx, NBatch: max(len(prompt), 1), Threads: o.Threads,
 		TypeK: refKV, TypeV: refKV, FlashAttn: fa})
 	if err != nil {
@@ -82,7 +90,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	}
 	defer batch.Close()
 	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads,
-		KVType: o.KVType, FlashAttn: o.FlashAttn})
+		KVType: o.KVType, Attention: att})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +100,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.KVType, res.RefKVType, res.FlashAttn = kvType.String(), string(refKV), o.FlashAttn
+	res.KVType, res.RefKVType, res.Attention = kvType.String(), string(refKV), att.String()
 	return res, nil
 }
 
@@ -110,8 +118,9 @@ func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, e
 		prompt = []int32{1}
 	}
 	nCtx := len(prompt) + o.N
+	_, att := flash(o.Attention)
 	mk := func(t engine.KVType) (*Session, error) {
-		return eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads, KVType: t, FlashAttn: o.FlashAttn})
+		return eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads, KVType: t, Attention: att})
 	}
 	ref, err := mk(engine.KVF16)
 	if err != nil {
@@ -127,7 +136,7 @@ func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, e
 	if err != nil {
 		return nil, err
 	}
-	res.KVType, res.RefKVType, res.FlashAttn = string(kv), "f16 (native)", o.FlashAttn
+	res.KVType, res.RefKVType, res.Attention = string(kv), "f16 (native)", att.String()
 	return res, nil
 }
 

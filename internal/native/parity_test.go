@@ -25,7 +25,7 @@ func TestParityStories260K(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Parity(path, ParityOptions{N: 256, Threads: 1, KVType: tc.kv, FlashAttn: tc.flash})
+			r, err := Parity(path, ParityOptions{N: 256, Threads: 1, KVType: tc.kv, Attention: att(tc.flash)})
 			if err != nil {
 				t.Fatal(err)
 			}

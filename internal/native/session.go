@@ -37,19 +37,16 @@ type Session struct {
 	selGen   uint64          // bumped by every selection change (graph key)
 	counted  bool            // counted in the engine's set use
 
-	// KV slots. slotPos[j] is the position held by slot j (-1: empty).
-	// Without a window, slot = position. With one (SetWindow), positions
-	// below anchors keep slots [0, anchors) forever and the others go round
-	// a ring over the remaining slots: eviction is a head move.
-	slotPos []int32
+	// KV slots (ring.go). Without a window, one ring with slot = position.
+	// With windows (SetWindow, SetLayerWindows), positions below anchors
+	// keep slots [0, anchors) forever and the others go round a ring per
+	// distinct window: eviction is a head move.
+	rings   []*kvRing
+	ringOf  []uint8 // ring of each layer
+	ringGen uint64  // bumped by every change of the layer→ring map (graph key)
 	anchors int
-	window  int // 0 = no window: the whole context is kept
-	head    int // next ring slot
-	ringEnd int // ring slots are [anchors, ringEnd); ≤ nCtx
-	hiSlot  int // 1 + the highest slot ever written
 
 	n         int               // positions in the KV cache
-	slotBuf   []int64           // slot of each batch token (scratch)
 	lastN     int               // tokens in the last Decode batch
 	lastMode  engine.LogitsMode // logits kept by the last Decode
 	lastValid bool              // the last Decode produced logits
@@ -81,7 +78,7 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 		return nil, ErrClosed
 	}
 	cfg := &e.w.Config
-	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.FlashAttn}
+	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
 	if s.nCtx <= 0 {
 		s.nCtx = min(2048, cfg.NCtxTrain)
 	}
@@ -125,23 +122,17 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 	if s.gr, err = newGraph(cfg.NLayer); err != nil {
 		return nil, err
 	}
-	s.ringEnd = s.nCtx
-	s.slotBuf = make([]int64, s.nBatch)
-	s.slotPos = make([]int32, s.nCtx)
-	for i := range s.slotPos {
-		s.slotPos[i] = -1
+	rg := newRing(s.nCtx, s.nBatch)
+	for il := range cfg.NLayer {
+		rg.layers = append(rg.layers, il)
 	}
+	s.rings = []*kvRing{rg}
+	s.ringOf = make([]uint8, cfg.NLayer)
+	s.gr.ringOf = s.ringOf
 	s.initSets()
-	// Reserve the activation buffer once for the largest graph (a full batch
-	// attending the whole context, all logits) so later graphs never grow it.
-	if err := s.gr.build(graphKey{nTok: s.nBatch, nKV: s.nCtx, nOut: s.nBatch}, cfg, e.w, s.layers, s.kv, s.flash); err != nil {
-		return nil, fmt.Errorf("native: build graph: %w", err)
-	}
-	if err := s.ga.Reserve(s.gr.g); err != nil {
+	if err := s.reserve(); err != nil {
 		return nil, err
 	}
-	s.gr.key = graphKey{} // reserved, not allocated
-	s.stats.ActBufBytes = s.ga.BufferSize()
 	s.stats.KVBytes = s.kv.Bytes()
 	s.stats.KVBytesToken = s.kv.BytesPerToken()
 	ok = true
@@ -158,11 +149,13 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 	if nTok == 0 || nTok > s.nBatch {
 		return fmt.Errorf("native: batch of %d tokens (want 1-%d)", nTok, s.nBatch)
 	}
-	if s.window == 0 && s.n+nTok > s.nCtx {
+	if s.rings[0].window == 0 && s.n+nTok > s.nCtx {
 		return fmt.Errorf("native: %w: %d + %d tokens > %d", ErrContextFull, s.n, nTok, s.nCtx)
 	}
-	if s.window > 0 && s.window+nTok > s.ringEnd-s.anchors {
-		return fmt.Errorf("native: batch of %d with window %d does not fit the ring of %d slots", nTok, s.window, s.ringEnd-s.anchors)
+	for _, rg := range s.rings {
+		if rg.window > 0 && rg.window+nTok > rg.end-s.anchors {
+			return fmt.Errorf("native: batch of %d with window %d does not fit the ring of %d slots", nTok, rg.window, rg.end-s.anchors)
+		}
 	}
 	if s.n+nTok > 1<<30 {
 		return fmt.Errorf("native: %w: position %d", ErrContextFull, s.n+nTok)
@@ -178,23 +171,12 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 		nOut = nTok
 	}
 	end := s.n + nTok
-	// Assign slots first: the attended length depends on the highest one.
-	g := s.gr
-	hi, head := s.hiSlot, s.head
-	for i := range nTok {
-		p := s.n + i
-		slot := p
-		if s.window > 0 && p >= s.anchors {
-			slot = head
-			if head++; head == s.ringEnd {
-				head = s.anchors
-			}
-		}
-		s.slotBuf[i] = int64(slot)
-		hi = max(hi, slot+1)
-	}
+	// Assign slots first: the attended lengths depend on the highest ones.
 	pad := s.eng.opts.KVPad
-	key := graphKey{nTok: nTok, nKV: min(s.nCtx, (hi+pad-1)/pad*pad), nOut: nOut, selGen: s.selGen}
+	key := graphKey{nTok: nTok, nOut: nOut, selGen: s.selGen, ringGen: s.ringGen}
+	for r, rg := range s.rings {
+		key.setNKV(r, rg.assign(s.n, nTok, s.anchors, pad))
+	}
 	s.lastValid = false
 	if s.gr.key != key {
 		t0 := time.Now()
@@ -210,41 +192,35 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 	} else {
 		s.stats.GraphReuses++
 	}
-	g = s.gr
+	g := s.gr
 	copy(g.tokens.Int32s(), tokens)
-	pos, slots := g.pos.Int32s(), g.slots.Int64s()
-	copy(slots, s.slotBuf[:nTok])
+	pos := g.pos.Int32s()
 	for i := range nTok {
 		pos[i] = int32(s.n + i)
-		s.slotPos[slots[i]] = int32(s.n + i)
 	}
-	s.hiSlot = hi
-	// Mask: token i at position p sees slot j when it holds a position q
-	// with q ≤ p and (q is an anchor, or q is one of the last `window`).
-	mask, nKV := g.mask.Uint16s(), key.nKV
-	anchors, window := int32(s.anchors), int32(s.window)
-	for i := range nTok {
-		row := mask[i*nKV : (i+1)*nKV]
-		p := int32(s.n + i)
-		for j := range row {
-			q := s.slotPos[j]
-			if q >= 0 && q <= p && (window == 0 || q < anchors || q > p-window) {
-				row[j] = kernels.F16Zero
-			} else {
-				row[j] = kernels.F16NegInf
-			}
+	for r, rg := range s.rings {
+		copy(g.slots[r].Int64s(), rg.slots[:nTok])
+		for i, j := range rg.slots[:nTok] {
+			rg.slotPos[j] = int32(s.n + i)
 		}
+		rg.hi = rg.nextHi
+		rg.fillMask(g.mask[r].Uint16s(), key.nKVOf(r), s.n, nTok, s.anchors)
 	}
 	if !g.outIDs.Nil() {
 		g.outIDs.Int32s()[0] = int32(nTok - 1)
 	}
 	if err := s.be.Compute(g.g); err != nil {
-		for _, j := range slots[:nTok] { // the batch's slots hold nothing valid now
-			s.slotPos[j] = -1
+		for _, rg := range s.rings { // the batch's slots hold nothing valid now
+			for _, j := range rg.slots[:nTok] {
+				rg.slotPos[j] = -1
+			}
 		}
 		return err
 	}
-	s.n, s.head = end, head
+	s.n = end
+	for _, rg := range s.rings {
+		rg.head = rg.nextHead
+	}
 	s.lastN, s.lastMode, s.lastValid = nTok, want, true
 	s.stats.Decodes++
 	return nil
@@ -278,126 +254,36 @@ func (s *Session) Len() int { return s.n }
 
 // Truncate drops positions [n, Len()). Without a window it is O(1): the
 // slots are masked out (they hold positions ≥ the next query's) and
-// overwritten by later tokens. With a window the ring head moves back over
+// overwritten by later tokens. With windows each ring's head moves back over
 // the dropped tokens (O(dropped)); positions they had evicted stay evicted.
 func (s *Session) Truncate(n int) error {
 	if n < 0 || n > s.n {
 		return fmt.Errorf("native: truncate to %d outside [0, %d]", n, s.n)
 	}
-	s.truncateSlots(n)
+	for _, rg := range s.rings {
+		rg.truncate(n, s.n, s.anchors)
+	}
 	s.n = n
 	return nil
 }
 
-func (s *Session) truncateSlots(n int) {
-	if s.window == 0 {
-		return
+// reserve sizes the activation buffer for the largest graph of the current
+// ring layout (a full batch attending every ring up to its end, all logits)
+// so later graphs never grow it. Called at creation and when the layout
+// changes; the buffer never shrinks.
+func (s *Session) reserve() error {
+	key := graphKey{nTok: s.nBatch, nOut: s.nBatch, selGen: s.selGen, ringGen: s.ringGen}
+	for r, rg := range s.rings {
+		key.setNKV(r, rg.end)
 	}
-	ring := s.ringEnd - s.anchors
-	for p := s.n - 1; p >= max(n, s.anchors); p-- {
-		s.head--
-		if s.head < s.anchors {
-			s.head = s.anchors + ring - 1
-		}
-		s.slotPos[s.head] = -1
+	s.gr.ringOf = s.ringOf
+	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
+		return fmt.Errorf("native: build graph: %w", err)
 	}
-	for p := n; p < min(s.n, s.anchors); p++ {
-		s.slotPos[p] = -1
-	}
-}
-
-// SetWindow keeps the first anchors positions (system prompt, attention
-// sinks) and the most recent window positions; older ones are evicted as new
-// tokens arrive. window 0 turns the ring off (then Decode stops at the
-// context size). Both may change between steps: shrinking the window hides
-// older positions at once (their slots are reused as the ring goes round);
-// anchors can only be set while Len() ≤ anchors. Positions keep their
-// original values (no K re-rotation): see RATIONALE.md.
-func (s *Session) SetWindow(anchors, window int) error {
-	if anchors < 0 || window < 0 {
-		return fmt.Errorf("native: window %d, anchors %d", window, anchors)
-	}
-	if window == 0 {
-		if s.window != 0 && s.n > s.nCtx {
-			return fmt.Errorf("native: cannot turn the window off at %d > context %d", s.n, s.nCtx)
-		}
-		if s.window != 0 && s.hiSlot > 0 && s.n > s.anchors {
-			return fmt.Errorf("native: cannot turn the window off once the ring is in use")
-		}
-		s.window = 0
-		return nil
-	}
-	if anchors != s.anchors && s.n > min(anchors, s.anchors) {
-		return fmt.Errorf("native: anchors can change only before they are filled (Len %d)", s.n)
-	}
-	if anchors+window+1 > s.nCtx {
-		return fmt.Errorf("native: %d anchors + window %d exceed the context of %d slots", anchors, window, s.nCtx)
-	}
-	if s.window == 0 {
-		// Switching on: the ring continues after the positions held so far.
-		s.head = max(s.n, anchors)
-		if s.head >= s.nCtx {
-			s.head = anchors
-		}
-	}
-	s.anchors, s.window = anchors, window
-	// Size the ring to the window plus one batch; compact and release the
-	// rest (MADV_DONTNEED) when it shrinks.
-	if end := min(s.nCtx, anchors+window+s.nBatch); end != s.ringEnd {
-		return s.resizeRing(end)
-	}
-	return nil
-}
-
-// resizeRing moves the most recent window positions to the start of the
-// ring in position order (one copy of at most window rows per layer, only
-// when the window changes; eviction itself never copies), makes the ring
-// [anchors, end), and releases the KV pages of slots [end, nCtx).
-func (s *Session) resizeRing(end int) error {
-	A := s.anchors
-	// Ring slots in age order, oldest first, starting at the head.
-	var order []int
-	for k := 0; k < s.ringEnd-A; k++ {
-		j := A + (s.head-A+k)%(s.ringEnd-A)
-		if q := s.slotPos[j]; q >= int32(A) && q > int32(s.n-1-s.window) {
-			order = append(order, j)
-		}
-	}
-	keep := min(len(order), end-A-s.nBatch)
-	order = order[len(order)-keep:]
-	pos := make([]int32, keep)
-	for i, j := range order {
-		pos[i] = s.slotPos[j]
-	}
-	row := int(s.kv.RowK)
-	tmp := make([]byte, keep*row)
-	for il := range s.kv.K {
-		for _, reg := range [][]byte{s.kv.region(il, false), s.kv.region(il, true)} {
-			for i, j := range order {
-				copy(tmp[i*row:(i+1)*row], reg[j*row:(j+1)*row])
-			}
-			copy(reg[A*row:], tmp)
-		}
-	}
-	for j := A; j < s.nCtx; j++ {
-		s.slotPos[j] = -1
-	}
-	copy(s.slotPos[A:], pos)
-	s.head = A + keep
-	if s.head == end {
-		s.head = A
-	}
-	old := s.ringEnd
-	s.ringEnd = end
-	s.hiSlot = min(s.hiSlot, end)
-	if end < old {
-		for il := range s.kv.K {
-			if err := s.kv.Discard(il, end, s.nCtx); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	err := s.ga.Reserve(s.gr.g)
+	s.gr.key = graphKey{} // reserved, not allocated
+	s.stats.ActBufBytes = s.ga.BufferSize()
+	return err
 }
 
 // Stats returns the session's counters.

@@ -118,7 +118,7 @@ func tlSets(t testing.TB) []string {
 // layers), Q8_0 ↔ Q4_0.
 func TestSwitchCostTinyLlama(t *testing.T) {
 	files := tlSets(t)
-	e, err := Load(files[0], Options{NoVocab: true, Threads: 2, ExtraSets: files[1:]})
+	e, err := Load(files[0], Options{NoVocab: true, Threads: 1, ExtraSets: files[1:]})
 	if err != nil {
 		t.Fatal(err)
 	}

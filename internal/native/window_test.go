@@ -206,7 +206,7 @@ func TestWindowShrinkReleasesMemory(t *testing.T) {
 	rowOf := func() map[int32]string {
 		m := map[int32]string{}
 		reg, rk := s.kv.region(sh.nLay-1, true), int(s.kv.RowK)
-		for j, q := range s.slotPos {
+		for j, q := range s.rings[0].slotPos {
 			if q >= int32(s.Len()-256) {
 				m[q] = string(reg[j*rk : (j+1)*rk])
 			}
