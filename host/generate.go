@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/edgellm/edgellm/internal/sample"
 )
@@ -43,6 +46,27 @@ type Stats struct {
 	DecodeTokens int
 	FirstToken   time.Duration // prefill + the first sample
 	StoppedAtEOG bool
+	// PrefillCPU and DecodeCPU are the calling thread's CPU time over the
+	// same spans (Generate keeps its goroutine on one OS thread). With one
+	// compute thread that is all the compute, and time the thread spent
+	// descheduled on a busy machine does not count: the noise-robust
+	// measure for comparisons.
+	PrefillCPU, DecodeCPU time.Duration
+}
+
+// PrefillCPUTPS is prompt tokens per second of thread CPU time.
+func (s Stats) PrefillCPUTPS() float64 { return tps(s.PromptTokens, s.PrefillCPU) }
+
+// DecodeCPUTPS is steady-state generated tokens per second of thread CPU time.
+func (s Stats) DecodeCPUTPS() float64 { return tps(s.DecodeTokens, s.DecodeCPU) }
+
+// threadCPU is the calling OS thread's CPU time (0 where unavailable).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }
 
 // PrefillTPS is prompt tokens per second.
@@ -84,8 +108,11 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 		smp.Accept(t)
 	}
 
+	runtime.LockOSThread() // for the thread CPU times
+	defer runtime.UnlockOSThread()
+
 	// prefill
-	start := time.Now()
+	start, c0 := time.Now(), threadCPU()
 	if err := sess.Decode(prompt, LogitsLast); err != nil {
 		return st, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
 	}
@@ -93,7 +120,7 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 		return st, err
 	}
 	st.PromptTokens = len(prompt)
-	st.Prefill = time.Since(start)
+	st.Prefill, st.PrefillCPU = time.Since(start), threadCPU()-c0
 
 	// decode
 	for i := 0; i < opts.NPredict; i++ {
@@ -124,7 +151,7 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 				return st, err
 			}
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), threadCPU()
 		one[0] = tok
 		if err := sess.Decode(one, LogitsLast); err != nil {
 			return st, fmt.Errorf("decode at position %d: %w", sess.Len(), err)
@@ -136,6 +163,7 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 			continue // the first decode step is warm-up: not timed
 		}
 		st.Decode += time.Since(t0)
+		st.DecodeCPU += threadCPU() - c0
 		st.DecodeTokens++
 	}
 	return st, nil

@@ -28,12 +28,13 @@ func init() {
 			addThreadsFlag(fs)
 			addCtxFlag(fs)
 			addKVTypeFlag(fs)
+			addAttentionFlag(fs)
 			addEngineFlag(fs)
 			fs.String("compare", "", "second engine, measured in the same process with repeats interleaved; reports --engine/--compare ratios")
 			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
-			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (they stay mmap'd)")
+			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (no effect in this build: ollama's cgo build of ggml does not define GGML_USE_CPU_REPACK)")
 			addJSONFlag(fs)
 			addVerboseFlag(fs)
 		},
@@ -49,6 +50,7 @@ type benchOptions struct {
 	Threads   int      `koanf:"threads"`
 	Ctx       int      `koanf:"ctx"`
 	KVType    string   `koanf:"kv-type"`
+	Attention string   `koanf:"attention"`
 	Engine    string   `koanf:"engine"`
 	Compare   string   `koanf:"compare"`
 	Swap      bool     `koanf:"swap"`
@@ -137,6 +139,10 @@ func runBench(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	att, err := host.ParseAttention(o.Attention)
+	if err != nil {
+		return usagef("--attention: %v", err)
+	}
 	setupLogs(c, o.Verbose)
 	var text []byte
 	if p := findShared(benchText); p != "" {
@@ -166,7 +172,7 @@ func runBench(c *cmdEnv, args []string) error {
 		return err
 	}
 	bo := bench.Options{Engine: o.Engine, NPrompt: o.NPrompt, NGen: o.NPredict, Repeats: o.Repeats,
-		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, NoRepack: o.NoRepack,
+		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, NoRepack: o.NoRepack,
 		Text: string(text), TextName: benchText, Progress: c.Stderr}
 	c.Logf("bench: %s, %d prompt + %d generated tokens, %d repeats", label, o.NPrompt, o.NPredict, o.Repeats)
 	if o.Compare != "" {
@@ -180,6 +186,8 @@ func runBench(c *cmdEnv, args []string) error {
 		printResults(c.Stdout, r.A, r.B)
 		fmt.Fprintf(c.Stdout, "ratio A/B: prefill %.3f  decode %.3f   (process peak with both loaded: RSS %.1f MiB, PSS %.1f MiB)\n",
 			r.PrefillRatio, r.DecodeRatio, r.RSSPeakMB, r.PSSPeakMB)
+		fmt.Fprintf(c.Stdout, "ratio A/B over thread CPU time: prefill %.3f  decode %.3f   (robust to a busy machine with --threads 1)\n",
+			r.PrefillCPURatio, r.DecodeCPURatio)
 		return nil
 	}
 	r, err := bench.Run(c.Ctx, path, bo)

@@ -23,6 +23,10 @@ func addKVTypeFlag(fs *pflag.FlagSet) {
 	fs.String("kv-type", "f16", "KV cache type: f16, q8_0 or q4_0")
 }
 
+func addAttentionFlag(fs *pflag.FlagSet) {
+	fs.String("attention", "auto", "attention kernel: auto (flash attention on CPU, in both engines), flash or classic")
+}
+
 func addEngineFlag(fs *pflag.FlagSet) {
 	fs.String("engine", "auto", "engine: auto (native for llama models, else llamacpp), native or llamacpp")
 }

@@ -21,7 +21,8 @@ func init() {
 			addThreadsFlag(fs)
 			addJSONFlag(fs)
 			fs.IntP("n", "n", 256, "greedy steps to compare")
-			fs.Bool("flash-attn", false, "use flash attention in both engines")
+			addAttentionFlag(fs)
+			addVerboseFlag(fs)
 		},
 		Run: runParity,
 	})
@@ -33,7 +34,8 @@ type parityOptions struct {
 	Threads   int    `koanf:"threads"`
 	JSON      bool   `koanf:"json"`
 	N         int    `koanf:"n"`
-	FlashAttn bool   `koanf:"flash-attn"`
+	Attention string `koanf:"attention"`
+	Verbose   bool   `koanf:"verbose"`
 }
 
 func runParity(c *cmdEnv, args []string) error {
@@ -51,15 +53,20 @@ func runParity(c *cmdEnv, args []string) error {
 	if err != nil {
 		return usagef("--kv-type: %v", err)
 	}
+	att, err := host.ParseAttention(o.Attention)
+	if err != nil {
+		return usagef("--attention: %v", err)
+	}
+	setupLogs(c, o.Verbose)
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err
 	}
-	c.Logf("parity: %s, %d greedy steps, native KV %s, flash attention %v", label, o.N, kv, o.FlashAttn)
-	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, FlashAttn: o.FlashAttn})
+	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, Attention: att})
 	if err != nil {
 		return err
 	}
+	c.Logf("parity: %s, %d greedy steps, native KV %s, %s attention in both engines", label, o.N, kv, r.Attention)
 	if o.JSON {
 		enc := json.NewEncoder(c.Stdout)
 		return enc.Encode(r)

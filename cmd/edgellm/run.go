@@ -24,6 +24,7 @@ func init() {
 			addThreadsFlag(fs)
 			addCtxFlag(fs)
 			addKVTypeFlag(fs)
+			addAttentionFlag(fs)
 			addEngineFlag(fs)
 			addTierFlags(fs)
 			fs.StringSlice("swap-at", nil, "swap tiers after these generated token counts (with --tiers)")
@@ -79,6 +80,7 @@ type runOptions struct {
 	Threads         int      `koanf:"threads"`
 	Ctx             int      `koanf:"ctx"`
 	KVType          string   `koanf:"kv-type"`
+	Attention       string   `koanf:"attention"`
 	Engine          string   `koanf:"engine"`
 	Tiers           []string `koanf:"tiers"`
 	Tier            int      `koanf:"tier"`
@@ -143,6 +145,10 @@ func runRun(c *cmdEnv, args []string) error {
 	if err != nil {
 		return usagef("--kv-type: %v", err)
 	}
+	att, err := host.ParseAttention(o.Attention)
+	if err != nil {
+		return usagef("--attention: %v", err)
+	}
 	sp := o.params()
 	if err := sp.Validate(); err != nil {
 		return usagef("%v", err)
@@ -175,7 +181,7 @@ func runRun(c *cmdEnv, args []string) error {
 		c.Logf("%s", d)
 	}
 
-	sess, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: kv})
+	sess, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: kv, Attention: att})
 	if err != nil {
 		return err
 	}

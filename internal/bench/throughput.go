@@ -31,6 +31,8 @@ type Options struct {
 	// NCtx is the session context; 0 = min(2048, the training context).
 	NCtx   int
 	KVType host.KVType
+	// Attention is the attention kernel of both engines (auto: flash on CPU).
+	Attention host.Attention
 	// NoRepack keeps llama.cpp from repacking weights (host.LoadOptions).
 	NoRepack bool
 	// Text is tokenized into the prompt (see MakePrompt); TextName labels it.
@@ -76,6 +78,9 @@ type Repeat struct {
 	// DecodeMS is the time of the DecodeTokens timed steps.
 	DecodeMS     float64 `json:"decode_ms"`
 	DecodeTokens int     `json:"decode_tokens"`
+	// The same rates over the generating thread's CPU time (host.Stats).
+	PrefillCPUTPS float64 `json:"prefill_cpu_tps"`
+	DecodeCPUTPS  float64 `json:"decode_cpu_tps"`
 }
 
 // Result is one engine's benchmark.
@@ -87,11 +92,19 @@ type Result struct {
 	NCtx    int    `json:"n_ctx"`
 	Threads int    `json:"threads"`
 	KVType  string `json:"kv_type"`
-	Repeats int    `json:"repeats"`
+	// Attention is the session setting (auto: each engine's choice, flash
+	// attention on CPU for both).
+	Attention string `json:"attention"`
+	Repeats   int    `json:"repeats"`
 	// PrefillTPS and DecodeTPS are medians over the repeats.
 	PrefillTPS float64 `json:"prefill_tps"`
 	DecodeTPS  float64 `json:"decode_tps"`
-	LoadMS     float64 `json:"load_ms"`
+	// PrefillCPUTPS and DecodeCPUTPS are medians of the rates over the
+	// generating thread's CPU time: with one thread, the compute without the
+	// time a busy machine kept the thread off the CPU.
+	PrefillCPUTPS float64 `json:"prefill_cpu_tps"`
+	DecodeCPUTPS  float64 `json:"decode_cpu_tps"`
+	LoadMS        float64 `json:"load_ms"`
 	// RSSPeakMB and PSSPeakMB (MiB) are the process's peaks over load and all
 	// repeats. Compare leaves them 0 on each side (both engines are resident
 	// together) and reports the process peak on the CompareResult.
@@ -121,6 +134,10 @@ type CompareResult struct {
 	// DecodeRatio and PrefillRatio are A/B of the median tok/s.
 	DecodeRatio  float64 `json:"decode_ratio"`
 	PrefillRatio float64 `json:"prefill_ratio"`
+	// DecodeCPURatio and PrefillCPURatio are A/B of the CPU-time rates: the
+	// noise-robust comparison on a shared machine when Threads is 1.
+	DecodeCPURatio  float64 `json:"decode_cpu_ratio"`
+	PrefillCPURatio float64 `json:"prefill_cpu_ratio"`
 	// RSSPeakMB and PSSPeakMB are the process's peaks with both engines loaded.
 	RSSPeakMB float64 `json:"rss_peak_mb"`
 	PSSPeakMB float64 `json:"pss_peak_mb"`
@@ -140,6 +157,8 @@ type side struct {
 	prompt Prompt
 	decode []float64
 	fill   []float64
+	decCPU []float64
+	pfCPU  []float64
 	tag    string // "A: " / "B: " in Compare's progress lines
 }
 
@@ -185,7 +204,7 @@ func load(path, engine string, o Options, mem *MemSampler) (*side, error) {
 	fmt.Fprintf(progress, "bench: %s loaded %s in %.1f ms (%s, %d layers)\n", eng.Name(), path, millis(loadTime), info.FileType, info.NLayer)
 	return &side{eng: eng, prompt: p, res: &Result{
 		Engine: eng.Name(), Model: path, NPrompt: o.NPrompt, NGen: o.NGen, NCtx: nctx,
-		Threads: threads, KVType: string(o.kvType()), Repeats: o.Repeats,
+		Threads: threads, KVType: string(o.kvType()), Attention: o.Attention.String(), Repeats: o.Repeats,
 		LoadMS:    millis(loadTime),
 		RSSLoadMB: mib(rss1 - rss0), PSSLoadMB: mib(pss1 - pss0),
 		Sampling: "greedy, end-of-generation ignored", PromptSource: p.Source,
@@ -194,7 +213,7 @@ func load(path, engine string, o Options, mem *MemSampler) (*side, error) {
 
 // repeat runs one fresh session: prefill the prompt, generate NGen tokens.
 func (s *side) repeat(ctx context.Context, o Options, i int) error {
-	sess, err := s.eng.NewSession(host.SessionConfig{NCtx: s.res.NCtx, Threads: o.Threads, KVType: o.kvType()})
+	sess, err := s.eng.NewSession(host.SessionConfig{NCtx: s.res.NCtx, Threads: o.Threads, KVType: o.kvType(), Attention: o.Attention})
 	if err != nil {
 		return err
 	}
@@ -214,10 +233,13 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-2)
 	}
 	r := Repeat{PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(),
-		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens}
+		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens,
+		PrefillCPUTPS: st.PrefillCPUTPS(), DecodeCPUTPS: st.DecodeCPUTPS()}
 	s.res.PerRepeat = append(s.res.PerRepeat, r)
 	s.fill = append(s.fill, r.PrefillTPS)
 	s.decode = append(s.decode, r.DecodeTPS)
+	s.pfCPU = append(s.pfCPU, r.PrefillCPUTPS)
+	s.decCPU = append(s.decCPU, r.DecodeCPUTPS)
 	if k, ok := sess.(kvBytesPerTokener); ok {
 		s.res.KVBytesPerToken = k.KVBytesPerToken()
 	}
@@ -236,6 +258,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 func (s *side) finish() {
 	s.res.PrefillTPS = Median(s.fill)
 	s.res.DecodeTPS = Median(s.decode)
+	s.res.PrefillCPUTPS = Median(s.pfCPU)
+	s.res.DecodeCPUTPS = Median(s.decCPU)
 }
 
 // Run loads the model at path on o.Engine and measures it: load time, then
@@ -308,8 +332,10 @@ func Compare(ctx context.Context, path, a, b string, o Options) (*CompareResult,
 		s.res.MemSamples, s.res.SmapsSamples = peak.Samples, peak.SmapsSamples
 	}
 	return &CompareResult{A: sa.res, B: sb.res,
-		DecodeRatio:  ratio(sa.res.DecodeTPS, sb.res.DecodeTPS),
-		PrefillRatio: ratio(sa.res.PrefillTPS, sb.res.PrefillTPS),
-		RSSPeakMB:    mib(peak.RSS), PSSPeakMB: mib(peak.PSS),
+		DecodeRatio:     ratio(sa.res.DecodeTPS, sb.res.DecodeTPS),
+		PrefillRatio:    ratio(sa.res.PrefillTPS, sb.res.PrefillTPS),
+		DecodeCPURatio:  ratio(sa.res.DecodeCPUTPS, sb.res.DecodeCPUTPS),
+		PrefillCPURatio: ratio(sa.res.PrefillCPUTPS, sb.res.PrefillCPUTPS),
+		RSSPeakMB:       mib(peak.RSS), PSSPeakMB: mib(peak.PSS),
 	}, nil
 }

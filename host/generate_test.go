@@ -1,0 +1,50 @@
+package host
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/edgellm/edgellm/internal/sharedtest"
+)
+
+// TestGenerateCPUTime: the thread CPU times are measured over the same spans
+// as the wall times. One compute thread cannot use more CPU than wall time
+// (plus clock granularity), and a prefill and 30 decode steps of real work
+// use some.
+func TestGenerateCPUTime(t *testing.T) {
+	for _, engine := range []string{"native", "llamacpp"} {
+		t.Run(engine, func(t *testing.T) {
+			eng, err := Load(sharedtest.Stories260K(t), LoadOptions{Engine: engine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			sess, err := eng.NewSession(SessionConfig{NCtx: 128, Threads: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			prompt := make([]int32, 32)
+			for i := range prompt {
+				prompt[i] = int32(1 + i*7%500)
+			}
+			st, err := Generate(context.Background(), sess, eng.Vocab(), prompt,
+				GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}, func(int32) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			const slack = 2 * time.Millisecond
+			t.Logf("prefill wall %v cpu %v; decode (%d steps) wall %v cpu %v", st.Prefill, st.PrefillCPU, st.DecodeTokens, st.Decode, st.DecodeCPU)
+			if st.PrefillCPU <= 0 || st.DecodeCPU <= 0 {
+				t.Fatalf("no CPU time measured: %+v", st)
+			}
+			if st.PrefillCPU > st.Prefill+slack || st.DecodeCPU > st.Decode+slack {
+				t.Fatalf("CPU time above wall time with one thread: %+v", st)
+			}
+			if st.DecodeCPUTPS() < st.DecodeTPS() {
+				t.Fatalf("CPU-time rate %.0f below wall rate %.0f", st.DecodeCPUTPS(), st.DecodeTPS())
+			}
+		})
+	}
+}
