@@ -327,7 +327,7 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		// otherwise the scales stay as they were.
 		lws, perLayer := a.sess.(LayerWindowSetter)
 		var lw []int
-		if perLayer && window > 0 {
+		if caps.PerLayerWindow && perLayer && window > 0 {
 			lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
 		} else {
 			d.LayerWindowScale = old.LayerWindowScale

@@ -7,8 +7,7 @@ import (
 	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/sample"
 )
 
@@ -28,6 +27,10 @@ type GenerateOptions struct {
 	// StopAtEOG ends generation at an end-of-generation token (default true
 	// through NewGenerateOptions).
 	StopAtEOG bool
+	// MeasureCPU also records the thread CPU time of prefill and decode
+	// (Stats.PrefillCPU, DecodeCPU; benchmarks): two system calls per step,
+	// and Generate keeps its goroutine on one OS thread meanwhile.
+	MeasureCPU bool
 	// BeforeStep, if set, runs before each decode step (step counts generated
 	// tokens so far). It may swap tiers or apply a policy decision; an error
 	// stops generation.
@@ -47,7 +50,7 @@ type Stats struct {
 	FirstToken   time.Duration // prefill + the first sample
 	StoppedAtEOG bool
 	// PrefillCPU and DecodeCPU are the calling thread's CPU time over the
-	// same spans (Generate keeps its goroutine on one OS thread). With one
+	// same spans, with GenerateOptions.MeasureCPU (else 0). With one
 	// compute thread that is all the compute, and time the thread spent
 	// descheduled on a busy machine does not count: the noise-robust
 	// measure for comparisons.
@@ -60,13 +63,12 @@ func (s Stats) PrefillCPUTPS() float64 { return tps(s.PromptTokens, s.PrefillCPU
 // DecodeCPUTPS is steady-state generated tokens per second of thread CPU time.
 func (s Stats) DecodeCPUTPS() float64 { return tps(s.DecodeTokens, s.DecodeCPU) }
 
-// threadCPU is the calling OS thread's CPU time (0 where unavailable).
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+// threadCPU reads the thread's CPU time only when measuring.
+func threadCPU(measure bool) time.Duration {
+	if !measure {
 		return 0
 	}
-	return time.Duration(ts.Nano())
+	return cputime.Thread()
 }
 
 // PrefillTPS is prompt tokens per second.
@@ -108,11 +110,14 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 		smp.Accept(t)
 	}
 
-	runtime.LockOSThread() // for the thread CPU times
-	defer runtime.UnlockOSThread()
+	cpu := opts.MeasureCPU
+	if cpu {
+		runtime.LockOSThread() // thread CPU time needs one thread
+		defer runtime.UnlockOSThread()
+	}
 
 	// prefill
-	start, c0 := time.Now(), threadCPU()
+	start, c0 := time.Now(), threadCPU(cpu)
 	if err := sess.Decode(prompt, LogitsLast); err != nil {
 		return st, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
 	}
@@ -120,7 +125,7 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 		return st, err
 	}
 	st.PromptTokens = len(prompt)
-	st.Prefill, st.PrefillCPU = time.Since(start), threadCPU()-c0
+	st.Prefill, st.PrefillCPU = time.Since(start), threadCPU(cpu)-c0
 
 	// decode
 	for i := 0; i < opts.NPredict; i++ {
@@ -151,7 +156,7 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 				return st, err
 			}
 		}
-		t0, c0 := time.Now(), threadCPU()
+		t0, c0 := time.Now(), threadCPU(cpu)
 		one[0] = tok
 		if err := sess.Decode(one, LogitsLast); err != nil {
 			return st, fmt.Errorf("decode at position %d: %w", sess.Len(), err)
@@ -163,7 +168,7 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 			continue // the first decode step is warm-up: not timed
 		}
 		st.Decode += time.Since(t0)
-		st.DecodeCPU += threadCPU() - c0
+		st.DecodeCPU += threadCPU(cpu) - c0
 		st.DecodeTokens++
 	}
 	return st, nil

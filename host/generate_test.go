@@ -30,7 +30,7 @@ func TestGenerateCPUTime(t *testing.T) {
 				prompt[i] = int32(1 + i*7%500)
 			}
 			st, err := Generate(context.Background(), sess, eng.Vocab(), prompt,
-				GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}, func(int32) error { return nil })
+				GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true}, func(int32) error { return nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,6 +47,16 @@ func TestGenerateCPUTime(t *testing.T) {
 			// must still agree within the slack.
 			if r := st.DecodeCPUTPS() / st.DecodeTPS(); r < 0.9 {
 				t.Fatalf("CPU-time rate %.0f far below wall rate %.0f", st.DecodeCPUTPS(), st.DecodeTPS())
+			}
+			// Without MeasureCPU no thread CPU time is read (no system calls
+			// per step).
+			st, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
+				GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}, func(int32) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.PrefillCPU != 0 || st.DecodeCPU != 0 || st.DecodeTokens == 0 {
+				t.Fatalf("CPU time measured without MeasureCPU: %+v", st)
 			}
 		})
 	}

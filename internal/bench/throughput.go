@@ -224,7 +224,7 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		state0, _ = lc.Context().StateSeqSize(0)
 	}
 	st, err := host.Generate(ctx, sess, s.eng.Vocab(), s.prompt.Tokens,
-		host.GenerateOptions{NPredict: o.NGen, Sampling: greedy, StopAtEOG: false},
+		host.GenerateOptions{NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true},
 		func(int32) error { return nil })
 	if err != nil {
 		return err

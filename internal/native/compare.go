@@ -5,8 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/engine"
 	"github.com/edgellm/edgellm/kernels"
 )
@@ -30,15 +29,6 @@ type BenchSide struct {
 	// descheduling does not count.
 	PrefillCPUTokS float64 `json:"prefill_cpu_tok_s"`
 	DecodeCPUTokS  float64 `json:"decode_cpu_tok_s"`
-}
-
-// threadCPU is the calling OS thread's CPU time.
-func threadCPU() time.Duration {
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
 }
 
 // BenchResult compares the native engine with llama.cpp measured in the
@@ -111,24 +101,24 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 		if err := reset(); err != nil {
 			return err
 		}
-		t0, c0 := time.Now(), threadCPU()
+		t0, c0 := time.Now(), cputime.Thread()
 		if err := s.Decode(prompt, engine.LogitsLast); err != nil {
 			return err
 		}
 		pf := float64(o.Prefill) / time.Since(t0).Seconds()
-		pfc := float64(o.Prefill) / (threadCPU() - c0).Seconds()
+		pfc := float64(o.Prefill) / (cputime.Thread() - c0).Seconds()
 		tok := []int32{1}
 		if err := s.Decode(tok, engine.LogitsLast); err != nil { // warm-up step
 			return err
 		}
-		t0, c0 = time.Now(), threadCPU()
+		t0, c0 = time.Now(), cputime.Thread()
 		for range o.Decode - 1 {
 			if err := s.Decode(tok, engine.LogitsLast); err != nil {
 				return err
 			}
 		}
 		dc := float64(o.Decode-1) / time.Since(t0).Seconds()
-		dcc := float64(o.Decode-1) / (threadCPU() - c0).Seconds()
+		dcc := float64(o.Decode-1) / (cputime.Thread() - c0).Seconds()
 		side.PrefillTokS, side.DecodeTokS = max(side.PrefillTokS, pf), max(side.DecodeTokS, dc)
 		side.PrefillCPUTokS, side.DecodeCPUTokS = max(side.PrefillCPUTokS, pfc), max(side.DecodeCPUTokS, dcc)
 		return nil
