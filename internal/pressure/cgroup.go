@@ -63,14 +63,24 @@ func pidNS() string {
 }
 
 // NewCgroup creates a child cgroup named edgellm-NAME-NS-PID under the
-// calling process's own cgroup (v2 falls back to the root, see discover). It first removes stale cgroups of
-// this package whose owning process is gone (left by a SIGKILLed runner).
-// A machine where cgroups cannot be written gives an *UnavailableError.
+// calling process's own cgroup (v2 falls back to the root, see
+// cgroupFS.discover). It first removes stale cgroups of this package whose
+// owning process is gone (left by a SIGKILLed runner). A machine where
+// cgroups cannot be written gives an *UnavailableError.
 func NewCgroup(name string) (*Cgroup, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 		return nil, fmt.Errorf("pressure: bad cgroup name %q", name)
 	}
-	h, err := discover()
+	fs, err := hostCgroupFS()
+	if err != nil {
+		return nil, err
+	}
+	return fs.newCgroup(name)
+}
+
+// newCgroup is NewCgroup in the view fs; name is already checked.
+func (fs cgroupFS) newCgroup(name string) (*Cgroup, error) {
+	h, err := fs.discover()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +90,7 @@ func NewCgroup(name string) (*Cgroup, error) {
 	mk := func(parent string) (string, error) {
 		sweepStale(parent, ns)
 		d := filepath.Join(parent, dirName)
-		if err := os.Mkdir(d, 0o755); err != nil {
+		if err := fs.mkdir(d); err != nil {
 			if errors.Is(err, os.ErrExist) {
 				return "", fmt.Errorf("pressure: cgroup %s already exists", d)
 			}
@@ -140,6 +150,10 @@ func (c *Cgroup) RemoveMemoryLimit() error {
 // cpuPeriodUS is the CFS period used for quotas.
 const cpuPeriodUS = 100000
 
+// maxCPUQuotaUS is the largest quota the kernel accepts (max_cfs_runtime in
+// kernel/sched/core.c: 2^44-1 µs; more gives EINVAL).
+const maxCPUQuotaUS = 1<<44 - 1
+
 // SetCPUQuota limits the cgroup to cpus CPUs' worth of time (0.5 = half of
 // one core per period, 2 = two cores), through cpu.max (v2) or
 // cpu.cfs_quota_us (v1), with a 100 ms period.
@@ -147,10 +161,11 @@ func (c *Cgroup) SetCPUQuota(cpus float64) error {
 	if c.CPUDir == "" {
 		return &UnavailableError{Reason: "no cpu controller for " + c.MemDir}
 	}
-	if !(cpus > 0) || math.IsInf(cpus, 0) {
-		return fmt.Errorf("pressure: CPU quota %v must be > 0", cpus)
+	if !(cpus > 0) || cpus*cpuPeriodUS > maxCPUQuotaUS {
+		return fmt.Errorf("pressure: CPU quota %v must be > 0 and at most %d CPUs", cpus, maxCPUQuotaUS/cpuPeriodUS)
 	}
-	quota := max(int64(cpus*cpuPeriodUS), 1000) // the kernel's minimum is 1 ms
+	// Rounded: 0.29*100000 is 28999.999… in float64.
+	quota := max(int64(math.Round(cpus*cpuPeriodUS)), 1000) // the kernel's minimum is 1 ms
 	if c.Version == 2 {
 		return writeFile(filepath.Join(c.CPUDir, "cpu.max"), fmt.Sprintf("%d %d", quota, cpuPeriodUS))
 	}
