@@ -35,6 +35,11 @@ type GenerateOptions struct {
 	// tokens so far). It may swap tiers or apply a policy decision; an error
 	// stops generation.
 	BeforeStep func(step int) error
+	// OnLogits, if set, sees the raw logits each generated token i is
+	// sampled from (before any sampler transform), e.g. to measure quality
+	// against another tier offline. The slice is reused: copy what you keep.
+	// An error stops generation.
+	OnLogits func(i int, logits []float32) error
 }
 
 // Stats are the timings of one Generate call. Decode throughput is steady
@@ -131,6 +136,11 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 	for i := 0; i < opts.NPredict; i++ {
 		if err := ctx.Err(); err != nil {
 			return st, err
+		}
+		if opts.OnLogits != nil {
+			if err := opts.OnLogits(i, logits); err != nil {
+				return st, err
+			}
 		}
 		tok, err := smp.Sample(logits)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/logitlog"
 	"github.com/edgellm/edgellm/kernels"
 	"github.com/spf13/pflag"
 )
@@ -208,6 +209,13 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer rs.Close()
+	var ll *logitlog.Writer
+	if o.LogitsOut != "" {
+		if ll, err = logitlog.Create(o.LogitsOut, vocab.NVocab(), prompt); err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
+		}
+		defer ll.Close()
+	}
 	var piece []byte
 	first, nTok := true, 0
 	emit := func(tok int32) error {
@@ -219,10 +227,18 @@ func runRun(c *cmdEnv, args []string) error {
 		out.Write(piece)
 		rs.token(nTok)
 		nTok++
+		if ll != nil {
+			if err := ll.Token(tok); err != nil {
+				return fmt.Errorf("--logits-out: %w", err)
+			}
+		}
 		return out.Flush()
 	}
 
 	opts := host.GenerateOptions{NPredict: o.NPredict, Sampling: sp, StopAtEOG: true}
+	if ll != nil {
+		opts.OnLogits = func(_ int, l []float32) error { return ll.Logits(l) }
+	}
 	var adapter *host.Adapter
 	if o.policyOptions.enabled() {
 		if len(plan.at) > 0 {
@@ -260,6 +276,9 @@ func runRun(c *cmdEnv, args []string) error {
 	rs.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, vocab, prompt, opts, emit)
 	rs.end(st, err)
+	if cerr := ll.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("--logits-out: %w", cerr)
+	}
 	fmt.Fprintln(out)
 	out.Flush()
 	if err != nil {

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgellm/edgellm/internal/logitlog"
 	"github.com/edgellm/edgellm/internal/pressure"
 	"github.com/edgellm/edgellm/internal/scenario"
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/kernels"
 )
 
 // The scenario runner starts engines with os.Executable(): in a test that
@@ -144,6 +146,32 @@ func TestScenarioMemory(t *testing.T) {
 			t.Errorf("%s: no hog started", p.Name)
 		}
 	}
+	assertQuality(t, st, def)
+}
+
+// assertQuality checks the KL against tier 0: exactly 0 for static-highest
+// (the same engine, settings and decode schedule on the same tokens), above
+// 0 for default, which moved to a lower tier, over every token each run
+// generated.
+func assertQuality(t *testing.T, st, def *scenario.PolicyResult) {
+	t.Helper()
+	for _, p := range []*scenario.PolicyResult{st, def} {
+		q := p.Quality
+		if q == nil {
+			t.Errorf("%s: KL against tier 0 not measured: %s", p.Name, p.QualityError)
+			return
+		}
+		if q.Tokens != p.Tokens && !(p.OOMKilled && q.Tokens >= p.Tokens-1) {
+			t.Errorf("%s: KL over %d tokens, the run generated %d", p.Name, q.Tokens, p.Tokens)
+		}
+		t.Logf("%s: KL vs tier 0 mean %.5f max %.5f over %d tokens, top-1 agreement %.3f", p.Name, q.MeanKL, q.MaxKL, q.Tokens, q.Top1Agreement)
+	}
+	if q := st.Quality; q.MaxKL != 0 || q.Top1Agreement != 1 {
+		t.Errorf("static-highest stayed on tier 0 but its KL against tier 0 is %g (max), top-1 %.3f", q.MaxKL, q.Top1Agreement)
+	}
+	if q := def.Quality; !(q.MeanKL > 0) {
+		t.Errorf("default moved to a lower tier but its KL against tier 0 is %g", q.MeanKL)
+	}
 }
 
 // TestScenarioThermal: once the CPU quota drops (and the trace says
@@ -168,6 +196,11 @@ func TestScenarioThermal(t *testing.T) {
 		if p.CPUThrottled == 0 {
 			t.Errorf("%s: the cgroup was never throttled: the quota did not bite", p.Name)
 		}
+		// A decide that the quota freezes mid-call is granted more time,
+		// not failed (host/policy stopTimer.fire).
+		if p.PolicyFailures != 0 {
+			t.Errorf("%s: %d policy failures under the CPU quota", p.Name, p.PolicyFailures)
+		}
 	}
 	if !hasEvent(def, "thermal severe") || def.TierSwaps == 0 {
 		t.Errorf("default did not go down for the thermal status: %+v", def.Events)
@@ -180,6 +213,7 @@ func TestScenarioThermal(t *testing.T) {
 	if !(def.MeanTPSThrottled > st.MeanTPSThrottled) {
 		t.Errorf("throttled mean tok/s: default %.2f ≤ static-highest %.2f", def.MeanTPSThrottled, st.MeanTPSThrottled)
 	}
+	assertQuality(t, st, def)
 }
 
 // TestScenarioSimulatedFallback forces the fallback (what a machine without
@@ -312,9 +346,9 @@ func absDir(t *testing.T, p string) string {
 func TestRunStatsJSON(t *testing.T) {
 	d := sharedtest.Path(t, "models/derived")
 	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
-	stats := filepath.Join(t.TempDir(), "stats.jsonl")
+	stats, logits := filepath.Join(t.TempDir(), "stats.jsonl"), filepath.Join(t.TempDir(), "logits.bin")
 	var stdout, stderr bytes.Buffer
-	args := []string{"run", "--tiers", tiers, "--no-mmap", "--stats-json", stats, "-n", "12", "--temp", "0",
+	args := []string{"run", "--tiers", tiers, "--no-mmap", "--stats-json", stats, "--logits-out", logits, "-n", "12", "--temp", "0",
 		"--swap-at", "6", "--swap-to", "1", "--ctx", "64"}
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -343,5 +377,19 @@ func TestRunStatsJSON(t *testing.T) {
 			t.Errorf("token line %d: %v (want tier %v)", i, ev, wantTier)
 		}
 		prev = ev["unix_us"].(float64)
+	}
+	// --logits-out: the BOS prompt, 12 tokens, each the argmax (greedy) of
+	// the logits recorded with it.
+	lg, err := logitlog.Read(logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg.NVocab != 512 || len(lg.Prompt) != 1 || len(lg.Tokens) != 12 || lg.Truncated {
+		t.Fatalf("logits file: vocab %d, prompt %v, %d tokens, truncated %v", lg.NVocab, lg.Prompt, len(lg.Tokens), lg.Truncated)
+	}
+	for i, tok := range lg.Tokens {
+		if a := kernels.Argmax(lg.Logits[i]); a != tok {
+			t.Errorf("token %d is %d, the argmax of its logits is %d", i, tok, a)
+		}
 	}
 }

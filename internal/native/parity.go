@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -169,7 +170,7 @@ func compareSessions(ref, cand engine.Session, prompt []int32, n, nv int) (*Pari
 				res.MaxAbsLogitDiff = d
 			}
 		}
-		kl := KL(lr, lc)
+		kl := sample.KL(lr, lc)
 		res.KLMean += kl
 		res.KLMax = max(res.KLMax, kl)
 		res.Tokens = append(res.Tokens, tr)
@@ -205,27 +206,3 @@ func (r *llamaRef) Logits(i int, dst []float32) error { return r.ctx.Logits(i, d
 func (r *llamaRef) Len() int                          { return r.n }
 func (r *llamaRef) Truncate(n int) error              { return fmt.Errorf("llamaRef: truncate not supported") }
 func (r *llamaRef) Close() error                      { return nil }
-
-// KL is the Kullback–Leibler divergence KL(softmax(p) ‖ softmax(q)) in nats.
-func KL(p, q []float32) float64 {
-	lp, lq := logSumExp(p), logSumExp(q)
-	var kl float64
-	for i := range p {
-		a := float64(p[i]) - lp
-		b := float64(q[i]) - lq
-		kl += math.Exp(a) * (a - b)
-	}
-	return max(kl, 0)
-}
-
-func logSumExp(x []float32) float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, float64(v))
-	}
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v) - m)
-	}
-	return m + math.Log(s)
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -64,7 +65,7 @@ func nll(t *testing.T, s *Session, toks []int32, nb, nv int) (float64, bool) {
 			if err := s.Logits(k, logits); err != nil {
 				t.Fatal(err)
 			}
-			lse := logSumExp(logits)
+			lse := sample.LogSumExp(logits)
 			next := toks[i+k+1]
 			sum += lse - float64(logits[next])
 			for _, v := range logits {

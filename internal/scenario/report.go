@@ -21,7 +21,7 @@ func EncodeJSON(w io.Writer, r *Report) error {
 // WriteTable writes one line per policy: the figures to compare.
 func WriteTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\toutcome\ttokens\tmean tok/s\tthrottled tok/s\tswaps\tpolicy failures\tOOM kills\tmean bpw\tpeak RSS MiB\tpeak PSS MiB\tpeak cgroup MiB")
+	fmt.Fprintln(tw, "policy\toutcome\ttokens\tmean tok/s\tthrottled tok/s\tswaps\tpolicy failures\tOOM kills\tmean bpw\tKL vs tier 0 (mean/max)\ttop-1 vs tier 0\tpeak RSS MiB\tpeak PSS MiB\tpeak cgroup MiB")
 	for _, p := range r.Policies {
 		thr := "-"
 		if p.MeanTPSThrottled > 0 {
@@ -31,8 +31,12 @@ func WriteTable(w io.Writer, r *Report) {
 		if p.PeakCgroupMB > 0 {
 			cg = fmt.Sprintf("%.1f", p.PeakCgroupMB)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%s\n", p.Name, p.Outcome, p.Tokens, p.MeanTPS, thr,
-			p.TierSwaps, p.PolicyFailures, p.OOMKills, p.MeanBitsPerWeight, p.PeakRSSMB, p.PeakPSSMB, cg)
+		kl, top1 := "-", "-"
+		if q := p.Quality; q != nil && q.Tokens > 0 {
+			kl, top1 = fmt.Sprintf("%.4f/%.4f (%d tok)", q.MeanKL, q.MaxKL, q.Tokens), fmt.Sprintf("%.3f", q.Top1Agreement)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%.1f\t%.1f\t%s\n", p.Name, p.Outcome, p.Tokens, p.MeanTPS, thr,
+			p.TierSwaps, p.PolicyFailures, p.OOMKills, p.MeanBitsPerWeight, kl, top1, p.PeakRSSMB, p.PeakPSSMB, cg)
 	}
 	tw.Flush()
 }
@@ -158,6 +162,9 @@ ul.ev{font-size:85%;max-height:14em;overflow:auto}</style></head><body>
 			fmt.Fprintf(&b, " (%s)", e(p.Error))
 		}
 		b.WriteString("</p>\n")
+		if p.QualityError != "" {
+			fmt.Fprintf(&b, "<p>KL against tier 0 not measured: %s</p>\n", e(p.QualityError))
+		}
 		for _, c := range chartKinds {
 			fmt.Fprintf(&b, "<img src=\"%s\" alt=\"%s %s\" width=\"420\"><br>\n", e(charts[p.Name][c]), e(p.Name), c)
 		}

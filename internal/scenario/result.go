@@ -51,6 +51,11 @@ type PolicyResult struct {
 	// used (the quality proxy: higher is closer to the top tier).
 	MeanBitsPerWeight float64 `json:"mean_bits_per_weight"`
 
+	// Quality is KL divergence against the highest tier on the run's own
+	// tokens (nil when it could not be measured: QualityError says why).
+	Quality      *Quality `json:"quality,omitempty"`
+	QualityError string   `json:"quality_error,omitempty"`
+
 	// CPUThrottled and CPUThrottledMs are the cgroup's CFS bandwidth
 	// statistics (periods throttled, time throttled): proof the quota bit.
 	CPUThrottled   uint64  `json:"cpu_throttled_periods"`
@@ -97,6 +102,8 @@ type TokenPoint struct {
 	K       int     `json:"k"`
 	Window  int     `json:"window"`
 	Threads int     `json:"threads"`
+	// KL is KL(tier 0 ‖ this run) at this token, nats (see Quality).
+	KL float64 `json:"kl"`
 }
 
 // MemSample is the engine's memory at TMs: its RSS and PSS

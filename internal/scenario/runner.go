@@ -180,8 +180,9 @@ func (r *runner) runPolicy(ctx context.Context, p Policy, wasm string) (res Poli
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	statsPath := filepath.Join(dir, "stats.jsonl")
+	statsPath, logitsPath := filepath.Join(dir, "stats.jsonl"), filepath.Join(dir, "logits.bin")
 	os.Remove(statsPath)
+	os.Remove(logitsPath)
 	res.StdoutFile, res.StderrFile = filepath.Join(dir, "stdout.txt"), filepath.Join(dir, "stderr.txt")
 	stdout, err := os.Create(res.StdoutFile)
 	if err != nil {
@@ -215,7 +216,7 @@ func (r *runner) runPolicy(ctx context.Context, p Policy, wasm string) (res Poli
 	for i, t := range r.tiers {
 		paths[i] = t.Path
 	}
-	args := []string{"run", "--tiers", strings.Join(paths, ","), "--no-mmap", "--stats-json", statsPath,
+	args := []string{"run", "--tiers", strings.Join(paths, ","), "--no-mmap", "--stats-json", statsPath, "--logits-out", logitsPath,
 		"--policy", wasm, "--policy-insecure", "-n", strconv.Itoa(s.N), "--temp", "0",
 		"--threads", strconv.Itoa(s.Threads), "--ctx", strconv.Itoa(s.Ctx)}
 	if s.Prompt != "" {
@@ -307,6 +308,11 @@ loop:
 		}
 	}
 	r.outcome(&res, waitErr, m)
+	if q, err := r.measureQuality(ctx, logitsPath, &res); err != nil {
+		res.QualityError = err.Error()
+	} else {
+		res.Quality = q
+	}
 	return res, nil
 }
 

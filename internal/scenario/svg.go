@@ -8,7 +8,7 @@ import (
 )
 
 // chartKinds are the charts drawn per policy.
-var chartKinds = []string{"tps", "tier", "memory"}
+var chartKinds = []string{"tps", "tier", "memory", "kl"}
 
 // tpsWindow is the number of tokens the plotted tok/s is averaged over.
 const tpsWindow = 8
@@ -18,17 +18,19 @@ type scales struct {
 	xMax   float64 // ms
 	tpsMax float64
 	memMax float64
+	klMax  float64
 	nTiers int
 }
 
 func newScales(r *Report) scales {
-	sc := scales{xMax: 1, tpsMax: 1, memMax: 1, nTiers: max(1, len(r.Tiers))}
+	sc := scales{xMax: 1, tpsMax: 1, memMax: 1, klMax: 0.001, nTiers: max(1, len(r.Tiers))}
 	if r.Memory != nil {
 		sc.memMax = float64(r.Memory.LimitMB)
 	}
 	for _, p := range r.Policies {
 		for _, t := range p.Timeline {
 			sc.xMax = max(sc.xMax, t.TMs)
+			sc.klMax = max(sc.klMax, t.KL)
 		}
 		for _, v := range tpsSeries(p.Timeline) {
 			sc.tpsMax = max(sc.tpsMax, v[1])
@@ -40,6 +42,7 @@ func newScales(r *Report) scales {
 	}
 	sc.tpsMax = niceCeil(sc.tpsMax * 1.05)
 	sc.memMax = niceCeil(sc.memMax * 1.05)
+	sc.klMax = niceCeil(sc.klMax * 1.05)
 	sc.xMax = niceCeil(sc.xMax)
 	return sc
 }
@@ -125,6 +128,12 @@ func chartSVG(r *Report, pr *PolicyResult, kind string, sc scales) string {
 	case "memory":
 		p.yMax = sc.memMax
 		title = pr.Name + ": memory MiB"
+	case "kl":
+		p.yMax = sc.klMax
+		title = pr.Name + ": KL(tier 0 ‖ run) per token, nats"
+		if pr.Quality == nil {
+			title += " (not measured)"
+		}
 	}
 	fmt.Fprintf(&p.b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="10">`+"\n", svgW, svgH, svgW, svgH)
 	fmt.Fprintf(&p.b, `<rect width="100%%" height="100%%" fill="white"/><text x="%d" y="14" font-size="12">%s</text>`+"\n", padL, html.EscapeString(title))
@@ -180,6 +189,16 @@ func chartSVG(r *Report, pr *PolicyResult, kind string, sc scales) string {
 			pts = append(pts, [2]float64{t.TMs, p.yMax - float64(t.Tier)})
 		}
 		p.line(pts, "#8e24aa", true)
+	case "kl":
+		var pts [][2]float64
+		if q := pr.Quality; q != nil {
+			for i, t := range pr.Timeline {
+				if i < q.Tokens {
+					pts = append(pts, [2]float64{t.TMs, t.KL})
+				}
+			}
+		}
+		p.line(pts, "#6d4c41", false)
 	case "memory":
 		var rss, pss, cg [][2]float64
 		for _, m := range pr.Samples {
