@@ -75,6 +75,9 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 		return nil, nil, err
 	}
 	cleanup := func() {
+		if g := rt.Stats().DeadlineGraces; g > 0 {
+			c.Logf("policy: %d deadline extension(s): the deadline timer ran over a deadline late, so the process was not running (CPU quota, stopped); those calls were not charged for it", g)
+		}
 		rt.Close(context.Background())
 		if closer != nil {
 			closer.Close()

@@ -260,3 +260,70 @@ func TestDeadlineRace(t *testing.T) {
 		t.Fatalf("outcomes %v: want both ok and deadline (the race is not exercised)", counts)
 	}
 }
+
+// A timer that runs more than a deadline late (the process was throttled or
+// stopped) grants the call another deadline, at most maxGraces times; a
+// timer that fires on time stops the call.
+func TestStopTimerLateFireGrace(t *testing.T) {
+	var s stopTimer
+	s.init(time.Hour)
+	defer s.close()
+	f := &fakeFlag{}
+	s.arm(f)
+	for i := 1; i <= maxGraces; i++ {
+		s.mu.Lock()
+		s.expires = time.Now().Add(-2 * s.d) // fired two deadlines late
+		s.mu.Unlock()
+		s.fire()
+		if f.Get() != 0 {
+			t.Fatalf("grace %d: a late timer stopped the call", i)
+		}
+		if g := s.grantedTotal(); g != uint64(i) {
+			t.Fatalf("granted %d, want %d", g, i)
+		}
+	}
+	s.mu.Lock()
+	s.expires = time.Now().Add(-2 * s.d)
+	s.mu.Unlock()
+	s.fire() // graces used up
+	if f.Get() != 1 || !s.disarm() {
+		t.Fatal("a call past maxGraces late deadlines was not stopped")
+	}
+
+	// On time (late by less than a deadline): stopped at once.
+	s.d = 20 * time.Millisecond
+	g := &fakeFlag{}
+	s.arm(g)
+	s.mu.Lock()
+	s.expires = time.Now().Add(-time.Millisecond)
+	s.mu.Unlock()
+	s.fire()
+	if g.Get() != 1 || !s.disarm() {
+		t.Fatal("a timer on time did not stop the call")
+	}
+	if s.grantedTotal() != maxGraces {
+		t.Fatalf("granted %d, want %d", s.grantedTotal(), maxGraces)
+	}
+}
+
+// A timer callback delayed past its deadline, as in a process frozen by a
+// CPU quota (emulated by holding the timer's lock), does not stop the call
+// for time nobody ran; the extended deadline then fires on time and does.
+func TestDeadlineGraceDelayedCallback(t *testing.T) {
+	var s stopTimer
+	s.init(5 * time.Millisecond)
+	defer s.close()
+	f := &fakeFlag{}
+	s.arm(f)
+	s.mu.Lock() // the timer goroutine blocks in fire, as if descheduled
+	time.Sleep(30 * time.Millisecond)
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	if f.Get() != 0 {
+		t.Fatal("stopped for time the process was not running")
+	}
+	waitFor(t, 2*time.Second, "the extended deadline to fire", func() bool { return f.Get() == 1 })
+	if !s.disarm() || s.grantedTotal() != 1 {
+		t.Fatalf("granted %d, want 1", s.grantedTotal())
+	}
+}

@@ -477,6 +477,10 @@ type Stats struct {
 	// Uninstrumented counts modules compiled as they are, with wazero's
 	// termination checks, because instrument refused them.
 	Uninstrumented uint64 `json:"uninstrumented"`
+	// DeadlineGraces counts deadline extensions: the deadline timer ran
+	// more than a whole deadline late, so the process (and the guest) was
+	// not running; the call got another deadline (at most 3 per call).
+	DeadlineGraces uint64 `json:"deadline_graces"`
 
 	EventsDropped uint64 `json:"events_dropped"` // log events dropped (queue full)
 	LogRecords    uint64 `json:"log_records"`    // decision log lines written
@@ -502,7 +506,8 @@ func (r *Runtime) Stats() Stats {
 		MemoryFaults: c.memFaults.Load(), Clamped: c.clamped.Load(),
 		Loads: c.loads.Load(), LoadErrors: c.loadErrors.Load(), Reinstantiations: c.reinstantiations.Load(),
 		InstantiateErrors: c.instantiateErrors.Load(), Quarantines: c.quarantines.Load(), Uninstrumented: c.fallbackModules.Load(),
-		EventsDropped: c.eventsDropped.Load(), LogRecords: c.logRecords.Load(), LogBytes: c.logBytes.Load(), LogSkipped: c.logSkipped.Load(),
+		DeadlineGraces: r.hot.stop.grantedTotal(),
+		EventsDropped:  c.eventsDropped.Load(), LogRecords: c.logRecords.Load(), LogBytes: c.logBytes.Load(), LogSkipped: c.logSkipped.Load(),
 		Revision: r.revision.Load(), Generation: r.gen.Load(),
 	}
 }
