@@ -93,12 +93,16 @@ func TestSwapSameModelIsIdentical(t *testing.T) {
 
 // (b) Across tiers the migrated KV agrees with a freshly prefilled KV of the
 // new tier. Prefix on tier A, swap to B, teacher-force 100 positions of a story
-// and compare B's top-1 with B prefilled from scratch. On stories260K the
-// tiers themselves disagree (fresh Q8_0 vs fresh Q4_0: ~80% top-1), and the
-// prefix KV carries A's numbers, so ≥ 95% is demanded for one-step moves down
-// the ladder (F32 → Q8_0, Q8_0 → Q5_0: measured 0.95 and 0.98); for the
-// two-step Q8_0 → Q4_0 jump (measured 0.89) the migrated KV must still be
-// closer to the new tier than the old tier is (fresh Q8_0 vs Q4_0: 0.80).
+// and compare B's top-1 with B prefilled from scratch. ≥ 95% holds for moves
+// between F32, Q8_0 and Q5_0 in either direction (measured: F32→Q8_0 0.95,
+// Q8_0→Q5_0 0.98, Q4_0→Q8_0 0.95). Moves into Q4_0 measure 0.89–0.90 on this
+// 260K-parameter model whose Q4_0 tier is itself far from the others (its
+// greedy text leaves F32's after ~25 tokens; fresh Q8_0 and fresh Q4_0 agree
+// on 0.80 of these positions, Q5_0 and Q4_0 on 0.73): for those the
+// migrated KV must be closer to the new tier than the old tier is. Re-decoding
+// the last R prefix tokens on the new tier after the swap did not close the
+// gap (0.89–0.92 for R ≤ 16, 0.94–0.96 at R = 32): the difference is spread
+// over the whole prefix.
 func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 	text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
 	if err != nil {
@@ -111,7 +115,9 @@ func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 	}{
 		{"stories260K-ff192-f32.gguf", "stories260K-ff192-Q8_0.gguf", 0.95},
 		{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q5_0.gguf", 0.95},
+		{"stories260K-ff192-Q4_0.gguf", "stories260K-ff192-Q8_0.gguf", 0.95},
 		{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q4_0.gguf", 0},
+		{"stories260K-ff192-Q5_0.gguf", "stories260K-ff192-Q4_0.gguf", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.from+"→"+tt.to, func(t *testing.T) {
