@@ -89,6 +89,28 @@ func (t *TraceSensors) Describe() string {
 	return fmt.Sprintf("trace %s, %d ms per step (SIMULATED readings)", t.Path, t.StepMs)
 }
 
+// MixedSensors reads the machine live and overlays the fields a trace
+// carries: real memory readings with a SIMULATED thermal status, say, for a
+// scenario that applies real memory pressure and emulates throttling.
+type MixedSensors struct {
+	Live  *LiveSensors
+	Trace *TraceSensors
+}
+
+func (m *MixedSensors) Fill(step int, elapsed time.Duration, dst *abi.Sensors) {
+	m.Live.Fill(step, elapsed, dst)
+	t := dst.TimeNS // the live clock, not the trace's step time
+	m.Trace.Fill(step, elapsed, dst)
+	dst.TimeNS = t
+}
+
+func (m *MixedSensors) Describe() string {
+	return m.Live.Describe() + ", overlaid with the fields of " + m.Trace.Describe()
+}
+
+// Close releases the live sensor files.
+func (m *MixedSensors) Close() error { return m.Live.Close() }
+
 // ThreadSetter is implemented by sessions whose thread count can change
 // between steps.
 type ThreadSetter interface{ SetThreads(n int) error }

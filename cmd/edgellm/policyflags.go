@@ -17,7 +17,7 @@ func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("policy", "", "policy: a .wasm file, a bundle directory or a bundle .tar.gz ('' or 'none' = no policy)")
 	fs.String("policy-key", "", "ed25519 public key (PEM) that policy bundles must be signed with")
 	fs.Bool("policy-insecure", false, "accept unsigned policies (loose .wasm files): development only")
-	fs.String("sensors", "live", "sensor readings for the policy: live, or trace:FILE (a JSONL trace, SIMULATED)")
+	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
 	fs.Int64("trace-step-ms", 100, "with --sensors trace:FILE, trace milliseconds per decode step")
 	fs.Duration("sensor-interval", 100*time.Millisecond, "how often live sensors are re-read (not every token)")
 }
@@ -51,8 +51,22 @@ func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
 			return nil, nil, err
 		}
 		return t, nil, nil
+	case strings.HasPrefix(o.Sensors, "live+trace:"):
+		if o.SensorInterval <= 0 {
+			return nil, nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
+		}
+		t, err := host.NewTraceSensors(strings.TrimPrefix(o.Sensors, "live+trace:"), o.TraceStepMs)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := host.NewLiveSensors(o.SensorInterval, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		m := &host.MixedSensors{Live: l, Trace: t}
+		return m, m, nil
 	}
-	return nil, nil, usagef("--sensors %q: want live or trace:FILE", o.Sensors)
+	return nil, nil, usagef("--sensors %q: want live, trace:FILE or live+trace:FILE", o.Sensors)
 }
 
 // startPolicy loads the policy for a session and returns its adapter and a

@@ -216,6 +216,42 @@ func TestScenarioThermal(t *testing.T) {
 	assertQuality(t, st, def)
 }
 
+// TestScenarioMemoryAndThermal: both pressures in one run. The policy reads
+// memory live and the thermal status from a trace; the memory limit still
+// kills static-highest, default finishes, and the quota bites both.
+func TestScenarioMemoryAndThermal(t *testing.T) {
+	const file = "../../testdata/scenarios/hot-and-low.yaml"
+	if ok, why := cgroupsWritable(t); !ok {
+		rep, _, stderr := runScenarioCLI(t, file)
+		assertSimulated(t, rep, stderr)
+		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
+	}
+	rep, _, _ := runScenarioCLI(t, file)
+	if rep.Simulated {
+		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
+	}
+	if !strings.Contains(rep.Sensors, "overlaid with the thermal status") {
+		t.Errorf("sensors: %s", rep.Sensors)
+	}
+	st := policyResult(t, rep, "static-highest")
+	def := policyResult(t, rep, "default")
+	if !st.OOMKilled || st.Completed {
+		t.Errorf("static-highest: %s (OOM kills %d), want OOM-killed", st.Outcome, st.OOMKills)
+	}
+	if !def.Completed || def.OOMKills != 0 || def.Tokens != rep.N {
+		t.Errorf("default: %s, %d/%d tokens, OOM kills %d; want completed with none", def.Outcome, def.Tokens, rep.N, def.OOMKills)
+	}
+	if !hasEvent(def, "memory low") || !hasEvent(def, "thermal severe") {
+		t.Errorf("default did not see both pressures: %+v", def.Events)
+	}
+	for _, p := range []*scenario.PolicyResult{st, def} {
+		if p.CPUThrottled == 0 {
+			t.Errorf("%s: never throttled", p.Name)
+		}
+	}
+	assertQuality(t, st, def)
+}
+
 // TestScenarioSimulatedFallback forces the fallback (what a machine without
 // writable cgroups gets) and checks it is labelled SIMULATED everywhere.
 func TestScenarioSimulatedFallback(t *testing.T) {

@@ -152,7 +152,7 @@ type runner struct {
 // same token at which the runner changes the CPU quota.
 func (r *runner) sensorArgs() ([]string, error) {
 	s := r.s
-	if s.Memory != nil && r.mode.real {
+	if s.Memory != nil && r.mode.real && s.Thermal == nil {
 		r.sensorsDesc = "live (the engine's own cgroup, /proc/meminfo; real pressure)"
 		return []string{"--sensors", "live", "--sensor-interval", "20ms"}, nil
 	}
@@ -164,9 +164,13 @@ func (r *runner) sensorArgs() ([]string, error) {
 	if err := writeTrace(path, recs); err != nil {
 		return nil, err
 	}
-	if s.Memory != nil {
+	switch {
+	case s.Memory != nil && r.mode.real: // and thermal
+		r.sensorsDesc = "live (the engine's own cgroup, /proc/meminfo; real pressure) overlaid with the thermal status of trace " + path + " (1 ms per decode step; the CPU quota is real)"
+		return []string{"--sensors", "live+trace:" + path, "--sensor-interval", "20ms", "--trace-step-ms", "1"}, nil
+	case s.Memory != nil:
 		r.sensorsDesc = "trace " + path + " (SIMULATED memory readings, 1 ms per decode step)"
-	} else {
+	default:
 		r.sensorsDesc = "trace " + path + " (thermal status per decode step, 1 ms per step; the CPU quota is real unless the pressure is simulated)"
 	}
 	return []string{"--sensors", "trace:" + path, "--trace-step-ms", "1"}, nil

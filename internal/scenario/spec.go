@@ -180,9 +180,6 @@ func (s *Spec) validate() error {
 	if s.Memory == nil && s.Thermal == nil {
 		return errors.New("no pressure: give memory or thermal")
 	}
-	if s.Memory != nil && s.Thermal != nil {
-		return errors.New("memory and thermal in one scenario: not supported (the policy reads live sensors for memory and a trace for thermal); split it in two")
-	}
 	if m := s.Memory; m != nil {
 		if m.LimitMB < 16 || m.LimitMB > 1<<20 {
 			return fmt.Errorf("memory.limit_mb %d: want 16–1048576", m.LimitMB)

@@ -3,6 +3,9 @@ package scenario
 import (
 	"strings"
 	"testing"
+
+	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/trace"
 )
 
 const goodSpec = `
@@ -44,7 +47,6 @@ func TestParseErrors(t *testing.T) {
 		{"hog after n", "memory: {limit_mb: 100, hog: {at_token: 40, mb: 10}}", "at_token 40"},
 		{"hog size", "memory: {limit_mb: 100, hog: {at_token: 1, mb: 0}}", "mb 0"},
 		{"no pressure", "memory: null", "no pressure"},
-		{"both pressures", "thermal: {schedule: [{at_token: 1, cpus: 0.5, status: severe}]}", "split it in two"},
 		{"thermal at_ms", "memory: null\nthermal: {schedule: [{at_ms: 100, cpus: 0.5, status: severe}]}", "at_ms is not supported"},
 		{"thermal status", "memory: null\nthermal: {schedule: [{at_token: 1, cpus: 0.5, status: toasty}]}", `status "toasty"`},
 		{"thermal order", "memory: null\nthermal: {schedule: [{at_token: 5, status: severe}, {at_token: 5, status: none}]}", "increasing"},
@@ -73,5 +75,39 @@ func TestParseErrors(t *testing.T) {
 	}
 	if _, err := Parse(strings.NewReader(""), "."); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty file: %v", err)
+	}
+}
+
+// Memory and thermal pressure in one scenario: simulated, the trace carries
+// both (the replayer overlays records, so each field keeps its last value);
+// with real pressure only the thermal status (memory is read live).
+func TestTraceRecordsBothPressures(t *testing.T) {
+	spec := goodSpec + "thermal: {schedule: [{at_token: 8, cpus: 0.5, status: severe}]}\n"
+	s, err := Parse(strings.NewReader(spec), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, real := range []bool{false, true} {
+		r := &runner{s: s, mode: pressureMode{real: real}, tiers: []Tier{{SizeMB: 50}, {SizeMB: 20}}}
+		recs, err := r.traceRecords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := trace.NewReplayer(recs)
+		at := func(tok int64) *abi.Sensors { return rep.At(tok) }
+		if st := at(2); st.ThermalStatus != abi.ThermalNone || st.Has(abi.PresentCgroupUsage) == real {
+			t.Errorf("real=%v, token 2: %+v", real, st)
+		}
+		st := at(10)
+		if st.ThermalStatus != abi.ThermalSevere {
+			t.Errorf("real=%v, token 10: thermal %v, want severe", real, st.ThermalStatus)
+		}
+		if real {
+			if st.Has(abi.PresentCgroupUsage) || st.Has(abi.PresentCgroupLimit) {
+				t.Errorf("real pressure: the trace simulates memory readings: %+v", st)
+			}
+		} else if st.CgroupLimitMB != 100 || st.CgroupUsageMB != 50+simOverheadMB+10 {
+			t.Errorf("simulated, token 10: cgroup %d/%d MiB, want %d/100", st.CgroupUsageMB, st.CgroupLimitMB, 50+simOverheadMB+10)
+		}
 	}
 }

@@ -31,27 +31,32 @@ func (r *runner) traceRecords() ([]trace.Record, error) {
 		for _, st := range th.Schedule {
 			recs = append(recs, thermalRecord(int64(*st.AtToken), st.status))
 		}
-		return recs, nil
 	}
-	m := s.Memory
-	type change struct {
-		at int64
-		mb int
-	}
-	var ch []change
-	for i, h := range m.Hogs {
-		if h.AtToken == nil {
-			return nil, fmt.Errorf("memory.hogs[%d]: at_ms cannot be simulated (the trace is replayed per decode step): use at_token", i)
+	// Memory readings are simulated only where the pressure is: with real
+	// pressure the engine reads its own cgroup live.
+	if m := s.Memory; m != nil && !r.mode.real {
+		type change struct {
+			at int64
+			mb int
 		}
-		ch = append(ch, change{int64(*h.AtToken), h.MB})
+		var ch []change
+		for i, h := range m.Hogs {
+			if h.AtToken == nil {
+				return nil, fmt.Errorf("memory.hogs[%d]: at_ms cannot be simulated (the trace is replayed per decode step): use at_token", i)
+			}
+			ch = append(ch, change{int64(*h.AtToken), h.MB})
+		}
+		sort.Slice(ch, func(i, j int) bool { return ch[i].at < ch[j].at })
+		usage := r.tiers[0].SizeMB + simOverheadMB
+		recs = append(recs, memRecord(0, m.LimitMB, usage))
+		for _, c := range ch {
+			usage += float64(c.mb)
+			recs = append(recs, memRecord(c.at, m.LimitMB, usage))
+		}
 	}
-	sort.Slice(ch, func(i, j int) bool { return ch[i].at < ch[j].at })
-	usage := r.tiers[0].SizeMB + simOverheadMB
-	recs = append(recs, memRecord(0, m.LimitMB, usage))
-	for _, c := range ch {
-		usage += float64(c.mb)
-		recs = append(recs, memRecord(c.at, m.LimitMB, usage))
-	}
+	// The replayer wants non-decreasing times; records of one time overlay
+	// each other (they carry different fields).
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].TMs < recs[j].TMs })
 	return recs, nil
 }
 
