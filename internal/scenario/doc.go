@@ -5,13 +5,15 @@
 // ladder (GGUF files, or a SYNTHETIC model made at several types with one
 // seed), a prompt, the policies to compare and the pressure: a cgroup
 // memory limit with background apps (memory hogs) that start at a time or
-// token, or a CPU-quota schedule emulating thermal throttling with the
-// matching thermal status in the trace the policy reads. Run executes each
+// token, a CPU-quota schedule emulating thermal throttling with the
+// matching thermal status in the trace the policy reads, or both. Run executes each
 // policy as a child process `edgellm run …` inside a fresh cgroup (so an
 // OOM kill hits the child, never the runner), samples its RSS/PSS and the
 // cgroup's usage, follows its per-token statistics (--stats-json) and
-// applies the schedule. WriteReport writes report.json, SVG charts and an
-// HTML page with the policies side by side.
+// applies the schedule. After each run it measures the run's KL divergence
+// against the highest tier on the run's own tokens (quality.go).
+// WriteReport writes report.json, SVG charts and an HTML page with the
+// policies side by side.
 //
 // Where cgroups cannot be written the pressure is SIMULATED: the policy
 // reads a trace instead, no limit or quota is applied, and the report,
