@@ -101,7 +101,7 @@ func TestSwapSameModelIsIdentical(t *testing.T) {
 // on 0.80 of these positions, Q5_0 and Q4_0 on 0.73): for those the
 // migrated KV must be closer to the new tier than the old tier is. Re-decoding
 // the last R prefix tokens on the new tier after the swap did not close the
-// gap (0.89–0.92 for R ≤ 16, 0.94–0.96 at R = 32): the difference is spread
+// gap (0.88–0.92 for R ≤ 16, 0.94–0.96 at R = 32): the difference is spread
 // over the whole prefix.
 func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 	text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
