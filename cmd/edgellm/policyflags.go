@@ -35,12 +35,15 @@ func (o policyOptions) enabled() bool { return o.Policy != "" && o.Policy != "no
 
 // newSensorSource builds the source named by --sensors.
 func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
+	live := func() (*host.LiveSensors, error) {
+		if o.SensorInterval <= 0 {
+			return nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
+		}
+		return host.NewLiveSensors(o.SensorInterval, nil)
+	}
 	switch {
 	case o.Sensors == "live":
-		if o.SensorInterval <= 0 {
-			return nil, nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
-		}
-		l, err := host.NewLiveSensors(o.SensorInterval, nil)
+		l, err := live()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -52,14 +55,11 @@ func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
 		}
 		return t, nil, nil
 	case strings.HasPrefix(o.Sensors, "live+trace:"):
-		if o.SensorInterval <= 0 {
-			return nil, nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
-		}
 		t, err := host.NewTraceSensors(strings.TrimPrefix(o.Sensors, "live+trace:"), o.TraceStepMs)
 		if err != nil {
 			return nil, nil, err
 		}
-		l, err := host.NewLiveSensors(o.SensorInterval, nil)
+		l, err := live()
 		if err != nil {
 			return nil, nil, err
 		}

@@ -195,7 +195,7 @@ func TestStopTimerStale(t *testing.T) {
 	}
 
 	// A real overrun: the flag is set and disarm reports it.
-	s.d = time.Millisecond
+	s.exp.d = time.Millisecond
 	s.arm(b)
 	waitFor(t, 2*time.Second, "the timer to fire", func() bool { return b.Get() == 1 })
 	if !s.disarm() {
@@ -203,7 +203,7 @@ func TestStopTimerStale(t *testing.T) {
 	}
 	// The next call on another instance is unaffected.
 	c := &fakeFlag{}
-	s.d = time.Hour
+	s.exp.d = time.Hour
 	s.arm(c)
 	s.fire()
 	if s.disarm() || c.Get() != 0 {
@@ -272,7 +272,7 @@ func TestStopTimerLateFireGrace(t *testing.T) {
 	s.arm(f)
 	for i := 1; i <= maxGraces; i++ {
 		s.mu.Lock()
-		s.expires = time.Now().Add(-2 * s.d) // fired two deadlines late
+		s.exp.at = time.Now().Add(-2 * s.exp.d) // fired two deadlines late
 		s.mu.Unlock()
 		s.fire()
 		if f.Get() != 0 {
@@ -283,7 +283,7 @@ func TestStopTimerLateFireGrace(t *testing.T) {
 		}
 	}
 	s.mu.Lock()
-	s.expires = time.Now().Add(-2 * s.d)
+	s.exp.at = time.Now().Add(-2 * s.exp.d)
 	s.mu.Unlock()
 	s.fire() // graces used up
 	if f.Get() != 1 || !s.disarm() {
@@ -291,11 +291,11 @@ func TestStopTimerLateFireGrace(t *testing.T) {
 	}
 
 	// On time (late by less than a deadline): stopped at once.
-	s.d = 20 * time.Millisecond
+	s.exp.d = 20 * time.Millisecond
 	g := &fakeFlag{}
 	s.arm(g)
 	s.mu.Lock()
-	s.expires = time.Now().Add(-time.Millisecond)
+	s.exp.at = time.Now().Add(-time.Millisecond)
 	s.mu.Unlock()
 	s.fire()
 	if g.Get() != 1 || !s.disarm() {
@@ -325,5 +325,22 @@ func TestDeadlineGraceDelayedCallback(t *testing.T) {
 	waitFor(t, 2*time.Second, "the extended deadline to fire", func() bool { return f.Get() == 1 })
 	if !s.disarm() || s.grantedTotal() != 1 {
 		t.Fatalf("granted %d, want 1", s.grantedTotal())
+	}
+
+	// The fallback runtime's deadline (wazero's context) follows the same rule.
+	var c callCtx
+	c.init(5 * time.Millisecond)
+	defer c.close()
+	ctx := c.arm()
+	c.mu.Lock()
+	time.Sleep(30 * time.Millisecond)
+	c.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatal("fallback context cancelled for time the process was not running")
+	}
+	waitFor(t, 2*time.Second, "the extended context deadline", func() bool { return ctx.Err() != nil })
+	if !c.disarm() || c.grantedTotal() != 1 {
+		t.Fatalf("fallback: granted %d, want 1", c.grantedTotal())
 	}
 }

@@ -262,13 +262,26 @@ func (r *Runtime) fail(inst *instance, res *Result) {
 // expiry and does nothing, so it can never stop a later call or another
 // instance; after disarm returns, the flag is never set.
 type stopTimer struct {
-	d     time.Duration
 	timer *time.Timer
 
-	mu      sync.Mutex
-	target  api.MutableGlobal // the armed call's stop flag, nil between calls
-	expires time.Time
-	fired   bool
+	mu     sync.Mutex
+	target api.MutableGlobal // the armed call's stop flag, nil between calls
+	exp    expiry
+	fired  bool
+}
+
+// expiry is the deadline bookkeeping both mechanisms share (stopTimer for
+// instrumented modules, callCtx for the fallback runtime), guarded by their
+// mutex. A timer that runs more than a whole deadline late means the process
+// itself was not running (a cgroup CPU quota throttled it, it was stopped or
+// starved): the guest most likely did not run either, so the call gets
+// another deadline instead of being stopped for time it never had.
+// Measured: under a 0.12-CPU quota a 2 µs call was stopped after 88 ms of
+// wall time, one throttled period (edgellm scenario run
+// testdata/scenarios/thermal-throttle.yaml).
+type expiry struct {
+	d       time.Duration
+	at      time.Time
 	graces  int    // extensions granted to the armed call
 	granted uint64 // extensions granted in total (Stats.DeadlineGraces)
 }
@@ -278,8 +291,27 @@ type stopTimer struct {
 // deadlines of wall time that the timer could see.
 const maxGraces = 3
 
+// start begins a call's deadline.
+func (e *expiry) start(now time.Time) { e.at, e.graces = now.Add(e.d), 0 }
+
+// check decides at timer time now: due means stop the call; extended means
+// a grace was granted and the timer must be reset for another deadline.
+// Neither: a stale timer (an earlier call's) fired before this expiry.
+func (e *expiry) check(now time.Time) (due, extended bool) {
+	if now.Before(e.at) {
+		return false, false
+	}
+	if now.Sub(e.at) > e.d && e.graces < maxGraces {
+		e.graces++
+		e.granted++
+		e.at = now.Add(e.d)
+		return false, true
+	}
+	return true, false
+}
+
 func (s *stopTimer) init(d time.Duration) {
-	s.d = d
+	s.exp.d = d
 	if d > 0 {
 		s.timer = time.AfterFunc(time.Hour, s.fire)
 		s.timer.Stop()
@@ -296,9 +328,10 @@ func (s *stopTimer) close() {
 func (s *stopTimer) arm(g api.MutableGlobal) {
 	now := time.Now()
 	s.mu.Lock()
-	s.target, s.expires, s.fired, s.graces = g, now.Add(s.d), false, 0
+	s.target, s.fired = g, false
+	s.exp.start(now)
 	s.mu.Unlock()
-	s.timer.Reset(s.d)
+	s.timer.Reset(s.exp.d)
 }
 
 // disarm ends the call and reports whether the deadline fired during it
@@ -312,36 +345,28 @@ func (s *stopTimer) disarm() (fired bool) {
 	return fired
 }
 
-// fire runs on the timer's goroutine. A timer that runs more than a whole
-// deadline late means the process itself was not running (a cgroup CPU
-// quota throttled it, it was stopped or starved): the guest most likely did
-// not run either, so the call gets another deadline instead of being
-// stopped for time it never had. Measured: under a 0.12-CPU quota a 2 µs
-// call was stopped after 88 ms of wall time, one throttled period
-// (edgellm scenario run testdata/scenarios/thermal-throttle.yaml).
+// fire runs on the timer's goroutine.
 func (s *stopTimer) fire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	if s.target == nil || now.Before(s.expires) {
+	if s.target == nil {
 		return
 	}
-	if now.Sub(s.expires) > s.d && s.graces < maxGraces {
-		s.graces++
-		s.granted++
-		s.expires = now.Add(s.d)
-		s.timer.Reset(s.d)
-		return
+	due, extended := s.exp.check(time.Now())
+	if extended {
+		s.timer.Reset(s.exp.d)
 	}
-	s.target.Set(1)
-	s.fired, s.target = true, nil
+	if due {
+		s.target.Set(1)
+		s.fired, s.target = true, nil
+	}
 }
 
 // grantedTotal is the number of extensions granted so far.
 func (s *stopTimer) grantedTotal() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.granted
+	return s.exp.granted
 }
 
 // callCtx is the per-call deadline as a reusable context.Context: arming it
@@ -349,18 +374,17 @@ func (s *stopTimer) grantedTotal() uint64 {
 // function per call. wazero (WithCloseOnContextDone) watches Done and closes
 // the module when it fires.
 type callCtx struct {
-	d     time.Duration
 	timer *time.Timer
 
-	mu      sync.Mutex
-	done    chan struct{}
-	armed   bool
-	fired   bool
-	expires time.Time
+	mu    sync.Mutex
+	done  chan struct{}
+	armed bool
+	fired bool
+	exp   expiry
 }
 
 func (c *callCtx) init(d time.Duration) {
-	c.d = d
+	c.exp.d = d
 	c.done = make(chan struct{})
 	if d > 0 {
 		c.timer = time.AfterFunc(time.Hour, c.fire)
@@ -378,9 +402,10 @@ func (c *callCtx) close() {
 func (c *callCtx) arm() context.Context {
 	now := time.Now()
 	c.mu.Lock()
-	c.armed, c.expires = true, now.Add(c.d)
+	c.armed = true
+	c.exp.start(now)
 	c.mu.Unlock()
-	c.timer.Reset(c.d)
+	c.timer.Reset(c.exp.d)
 	return c
 }
 
@@ -403,16 +428,30 @@ func (c *callCtx) disarm() (fired bool) {
 func (c *callCtx) fire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.armed && !c.fired && !time.Now().Before(c.expires) {
+	if !c.armed || c.fired {
+		return
+	}
+	due, extended := c.exp.check(time.Now())
+	if extended {
+		c.timer.Reset(c.exp.d)
+	}
+	if due {
 		c.fired = true
 		close(c.done)
 	}
 }
 
+// grantedTotal is the number of extensions granted so far.
+func (c *callCtx) grantedTotal() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exp.granted
+}
+
 func (c *callCtx) Deadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.expires, c.armed
+	return c.exp.at, c.armed
 }
 
 func (c *callCtx) Done() <-chan struct{} {

@@ -506,7 +506,7 @@ func (r *Runtime) Stats() Stats {
 		MemoryFaults: c.memFaults.Load(), Clamped: c.clamped.Load(),
 		Loads: c.loads.Load(), LoadErrors: c.loadErrors.Load(), Reinstantiations: c.reinstantiations.Load(),
 		InstantiateErrors: c.instantiateErrors.Load(), Quarantines: c.quarantines.Load(), Uninstrumented: c.fallbackModules.Load(),
-		DeadlineGraces: r.hot.stop.grantedTotal(),
+		DeadlineGraces: r.hot.stop.grantedTotal() + r.hot.dctx.grantedTotal(),
 		EventsDropped:  c.eventsDropped.Load(), LogRecords: c.logRecords.Load(), LogBytes: c.logBytes.Load(), LogSkipped: c.logSkipped.Load(),
 		Revision: r.revision.Load(), Generation: r.gen.Load(),
 	}
