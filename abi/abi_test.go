@@ -17,16 +17,28 @@ func fullSensors() Sensors {
 		RSSMB: 640, PSSMB: 600, TempC: 41.5, BatteryPct: 77, TokPerSec: 18.5,
 		TokPerSecSmoothed: 17.25, AcceptRate: 0.81, CtxLen: 1024, TiersAvailable: 3,
 		LayerCount: 32, CurTier: 1, CurSpecK: 4, CurWindow: 2048, CurAnchors: 4, CurKVType: KVQ8_0,
+		SpecMeanAccepted: 2.75, SpecDraftCost: 0.31, SpecKMax: 8, TokPerSecTarget: 12,
+		CPUPSISomeAvg10: 37.5, CPURunnable: 3, CPUAllowed: 2, StepTimeRatio: 1.8, CurThreads: 2,
 	}
 	for i := range s.LayerLatencyUS {
 		s.LayerLatencyUS[i] = float32(i) * 1.5
 		s.CurLayerBits[i] = uint8(4 + i%5)
+		s.LayerMinBits[i] = uint8(4 + i%3)
+		s.LayerMaxBits[i] = uint8(8 + i%2*8)
+		s.LayerSensRank[i] = uint8(127 - i)
+	}
+	for i := range s.SpecAcceptByPos {
+		s.SpecAcceptByPos[i] = 0.9 - 0.1*float32(i)
+	}
+	for i := range s.SpecVerifyCost {
+		s.SpecVerifyCost[i] = 1 + 0.4*float32(i)
 	}
 	return s
 }
 
 func fullDecision() Decision {
-	d := Decision{Tier: 2, SpecK: 6, Window: 256, Anchors: 4, Threads: 2, CadenceSteps: 8, KVType: KVQ4_0}
+	d := Decision{Tier: 2, SpecK: 6, Window: 256, Anchors: 4, Threads: 2, CadenceSteps: 8, KVType: KVQ4_0,
+		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100}
 	d.SetReason(ReasonThermal, "thermal severe: tier 1→2")
 	for i := range d.LayerBits {
 		d.LayerBits[i] = uint8(i % 9)
@@ -157,7 +169,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"major 0", patch(0, 0, 0), ErrMajorVersion},
 		{"size below base", patch(4, 0xff, 2, 0, 0), ErrBadSize},
 		{"size huge", patch(4, 0, 0, 0, 1), ErrBadSize},
-		{"size beyond buffer", patch(4, 0x10, 3, 0, 0), ErrShortBuffer},
+		{"size beyond buffer", patch(4, 0x10, 5, 0, 0), ErrShortBuffer}, // 1296 > SensorsSize
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out Sensors
@@ -183,7 +195,7 @@ func TestDecodeErrors(t *testing.T) {
 	db := make([]byte, DecisionSize)
 	dd := fullDecision()
 	_ = EncodeDecision(db, &dd)
-	le.PutUint32(db[4:], DecisionSize-1)
+	le.PutUint32(db[4:], DecisionSize10-1)
 	if err := DecodeDecision(db, &dd); !errors.Is(err, ErrBadSize) {
 		t.Errorf("Decision size below base: %v", err)
 	}
@@ -196,7 +208,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestNewerMinor: a newer writer (minor 1, a longer struct) is read up to
+// TestNewerMinor: a newer writer (minor 4, a longer struct) is read up to
 // what this package knows.
 func TestNewerMinor(t *testing.T) {
 	s := fullSensors()
@@ -204,7 +216,7 @@ func TestNewerMinor(t *testing.T) {
 	if err := EncodeSensors(buf, &s); err != nil {
 		t.Fatal(err)
 	}
-	buf[2] = 1                            // minor 1
+	buf[2] = 4                            // minor 4
 	le.PutUint32(buf[4:], SensorsSize+64) // appended fields
 	for i := SensorsSize; i < len(buf); i++ {
 		buf[i] = 0xEE
@@ -217,13 +229,13 @@ func TestNewerMinor(t *testing.T) {
 		t.Fatal("newer-minor decode differs")
 	}
 	h, err := ReadHeader(buf)
-	if err != nil || h.Version != (Version{1, 1}) || h.Size != SensorsSize+64 {
+	if err != nil || h.Version != (Version{1, 4}) || h.Size != SensorsSize+64 {
 		t.Fatalf("ReadHeader = %+v, %v", h, err)
 	}
 }
 
 func TestVersion(t *testing.T) {
-	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.0" {
+	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.3" {
 		t.Fatalf("Current = %v", Current())
 	}
 	for _, tc := range []struct {
@@ -232,8 +244,11 @@ func TestVersion(t *testing.T) {
 		dSize    int
 		wantKind ErrorKind
 	}{
-		{Version{1, 0}, SensorsSize, DecisionSize, ""},
-		{Version{1, 1}, 0, 0, ErrMinorVersion},
+		{Version{1, 0}, 768, 736, ""},
+		{Version{1, 1}, 848, 760, ""},
+		{Version{1, 2}, 1236, 760, ""},
+		{Version{1, 3}, 1256, 760, ""},
+		{Version{1, 4}, 0, 0, ErrMinorVersion},
 		{Version{2, 0}, 0, 0, ErrMajorVersion},
 		{Version{0, 9}, 0, 0, ErrMajorVersion},
 	} {
@@ -304,5 +319,92 @@ func BenchmarkEncodeDecode(b *testing.B) {
 		_ = DecodeSensors(sb, &s2)
 		_ = EncodeDecision(db, &d)
 		_ = DecodeDecision(db, &d2)
+	}
+}
+
+// TestExchangeSizes: a host sends each guest the prefix its minor knows, and
+// a newer guest gets the host's sizes.
+func TestExchangeSizes(t *testing.T) {
+	for _, tc := range []struct {
+		v      Version
+		ss, ds int
+	}{
+		{Version{1, 0}, SensorsSize10, DecisionSize10},
+		{Version{1, 1}, SensorsSize11, DecisionSize11},
+		{Version{1, 2}, SensorsSize12, DecisionSize11},
+		{Version{1, 3}, SensorsSize13, DecisionSize11},
+		{Version{1, 9}, SensorsSize, DecisionSize},
+	} {
+		ss, ds, err := ExchangeSizes(tc.v)
+		if err != nil || ss != tc.ss || ds != tc.ds {
+			t.Errorf("ExchangeSizes(%v) = %d, %d, %v; want %d, %d", tc.v, ss, ds, err, tc.ss, tc.ds)
+		}
+	}
+	if _, _, err := ExchangeSizes(Version{2, 0}); !errors.Is(err, ErrMajorVersion) {
+		t.Errorf("major 2: %v", err)
+	}
+}
+
+// TestOlderMinorPrefix: a struct encoded at an older minor's size decodes
+// with that minor's fields intact, later fields zero and their presence bits
+// clear (Sensors), or the reader's own values kept (Decision).
+func TestOlderMinorPrefix(t *testing.T) {
+	s := fullSensors()
+	s.Present = ^Presence(0) >> 34 // bits 0–29: every reading of 1.3
+	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13} {
+		buf := make([]byte, size)
+		if err := EncodeSensorsSize(buf, &s, size); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if h, _ := ReadHeader(buf); h.Size != uint32(size) || h.Version != Current() {
+			t.Fatalf("size %d: header %+v", size, h)
+		}
+		var got Sensors
+		if err := DecodeSensors(buf, &got); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		want := s
+		if size < SensorsSize11 {
+			want.SpecAcceptByPos, want.SpecMeanAccepted, want.SpecDraftCost = [MaxSpecK]float32{}, 0, 0
+			want.SpecVerifyCost, want.SpecKMax = [MaxSpecK + 1]float32{}, 0
+			want.Present &^= presence11
+		}
+		if size < SensorsSize12 {
+			want.LayerMinBits, want.LayerMaxBits, want.LayerSensRank = [MaxLayers]uint8{}, [MaxLayers]uint8{}, [MaxLayers]uint8{}
+			want.TokPerSecTarget = 0
+			want.Present &^= presence12
+		}
+		if size < SensorsSize13 {
+			want.CPUPSISomeAvg10, want.CPURunnable, want.CPUAllowed, want.StepTimeRatio, want.CurThreads = 0, 0, 0, 0, 0
+			want.Present &^= presence13
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("size %d: decoded %+v\nwant %+v", size, got, want)
+		}
+	}
+	if err := EncodeSensorsSize(make([]byte, 800), &s, 800); !errors.Is(err, ErrBadSize) {
+		t.Errorf("size 800: %v", err)
+	}
+	if err := EncodeSensorsSize(make([]byte, 10), &s, SensorsSize10); !errors.Is(err, ErrShortBuffer) {
+		t.Errorf("short: %v", err)
+	}
+
+	d := fullDecision()
+	buf := make([]byte, DecisionSize10)
+	if err := EncodeDecisionSize(buf, &d, DecisionSize10); err != nil {
+		t.Fatal(err)
+	}
+	pre := Decision{SpecPMin: 0.25, DraftThreads: 3, DraftCPUMask: 0x5, VerifyCPUMask: 0xa}
+	got := pre
+	if err := DecodeDecision(buf, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := d
+	want.SpecPMin, want.DraftThreads, want.DraftCPUMask, want.VerifyCPUMask = pre.SpecPMin, pre.DraftThreads, pre.DraftCPUMask, pre.VerifyCPUMask
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("1.0 decision over a pre-fill: %+v\nwant %+v", got, want)
+	}
+	if err := EncodeDecisionSize(buf, &d, 740); !errors.Is(err, ErrBadSize) {
+		t.Errorf("decision size 740: %v", err)
 	}
 }

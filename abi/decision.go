@@ -33,6 +33,20 @@ type Decision struct {
 	LayerBits [MaxLayers]uint8 `json:"layer_bits"`
 	// LayerWindowScale scales Window per layer, in (0, 1] (0 = leave as is).
 	LayerWindowScale [MaxLayers]float32 `json:"layer_window_scale"`
+
+	// 1.1: speculative decoding.
+
+	// SpecPMin stops drafting within a round once the draft's most likely
+	// token has probability below it, in [0, 1] (0 = leave as is).
+	SpecPMin float32 `json:"spec_p_min"`
+	// DraftThreads is the thread count of draft steps (0 = leave as is).
+	DraftThreads int32 `json:"draft_threads"`
+	// DraftCPUMask is the CPUs draft steps may run on, bit i = CPU i
+	// (0 = leave as is); the host keeps it within the CPUs the process may use.
+	DraftCPUMask uint64 `json:"draft_cpu_mask"`
+	// VerifyCPUMask is the CPUs target (verify and plain) steps may run on
+	// (0 = leave as is).
+	VerifyCPUMask uint64 `json:"verify_cpu_mask"`
 }
 
 // SetReason sets the reason code and text. The text is truncated to
@@ -93,11 +107,19 @@ const (
 	offDReserved    = 84  // 12 bytes, zero
 	offDLayerBits   = 96  // [128]u8
 	offDWindowScale = 224 // [128]f32
-	// end = 736 = DecisionSize
+	// end = 736 = DecisionSize10
+
+	// 1.1
+	offDSpecPMin      = 736
+	offDDraftThreads  = 740
+	offDDraftCPUMask  = 744
+	offDVerifyCPUMask = 752
+	// end = 760 = DecisionSize11
 )
 
-// EncodeDecision writes d into dst[:DecisionSize] with this package's version
-// and size in the header. It fails only if dst is shorter than DecisionSize.
+// EncodeDecision writes d into dst[:DecisionSize] (every field of this
+// package's version) with this package's version and size in the header. It
+// fails only if dst is shorter than DecisionSize.
 func EncodeDecision(dst []byte, d *Decision) error {
 	if len(dst) < DecisionSize {
 		return &Error{Kind: ErrShortBuffer, Struct: "Decision", Got: len(dst), Want: DecisionSize}
@@ -123,6 +145,33 @@ func EncodeDecision(dst []byte, d *Decision) error {
 	for i := range d.LayerWindowScale {
 		putF32(sc[4*i:], d.LayerWindowScale[i])
 	}
+	// 1.1
+	putF32(b[offDSpecPMin:], d.SpecPMin)
+	le.PutUint32(b[offDDraftThreads:], uint32(d.DraftThreads))
+	le.PutUint64(b[offDDraftCPUMask:], d.DraftCPUMask)
+	le.PutUint64(b[offDVerifyCPUMask:], d.VerifyCPUMask)
+	return nil
+}
+
+// EncodeDecisionSize writes the first size bytes of d's encoding into
+// dst[:size], with this package's version and size in the header: the
+// pre-filled decision a host gives a guest of an older minor (size from
+// ExchangeSizes). size must be one of the DecisionSize1x sizes.
+func EncodeDecisionSize(dst []byte, d *Decision, size int) error {
+	switch size {
+	case DecisionSize:
+		return EncodeDecision(dst, d)
+	case DecisionSize10:
+	default:
+		return &Error{Kind: ErrBadSize, Struct: "Decision", Got: size, Want: DecisionSize}
+	}
+	if len(dst) < size {
+		return &Error{Kind: ErrShortBuffer, Struct: "Decision", Got: len(dst), Want: size}
+	}
+	var full [DecisionSize]byte
+	_ = EncodeDecision(full[:], d) // cannot fail: full is DecisionSize long
+	copy(dst[:size], full[:size])
+	le.PutUint32(dst[offDSize:], uint32(size))
 	return nil
 }
 
@@ -131,9 +180,9 @@ func EncodeDecision(dst []byte, d *Decision) error {
 // d's values, so a host that pre-filled d keeps its own state for fields the
 // guest does not know. Bytes beyond what this package knows are ignored.
 // Reason text bytes past ReasonLen are zeroed. It fails on a short buffer,
-// another major, or a size below DecisionSize (the 1.0 size).
+// another major, or a size below DecisionSize10 (the 1.0 size).
 func DecodeDecision(src []byte, d *Decision) error {
-	n, err := checkHeader(src, "Decision", DecisionSize, DecisionSize)
+	n, err := checkHeader(src, "Decision", DecisionSize10, DecisionSize)
 	if err != nil {
 		return err
 	}
@@ -154,6 +203,14 @@ func DecodeDecision(src []byte, d *Decision) error {
 	sc := b[offDWindowScale : offDWindowScale+4*MaxLayers]
 	for i := range d.LayerWindowScale {
 		d.LayerWindowScale[i] = getF32(sc[4*i:])
+	}
+	// A later minor's fields are read when the writer's struct holds all of
+	// them; otherwise d keeps its own values (the host's pre-fill).
+	if n >= DecisionSize11 {
+		d.SpecPMin = getF32(b[offDSpecPMin:])
+		d.DraftThreads = int32(le.Uint32(b[offDDraftThreads:]))
+		d.DraftCPUMask = le.Uint64(b[offDDraftCPUMask:])
+		d.VerifyCPUMask = le.Uint64(b[offDVerifyCPUMask:])
 	}
 	return nil
 }

@@ -15,8 +15,13 @@ type Field struct {
 	Doc      string   // one line, with the unit
 }
 
-// v10 is ABI 1.0, the "since" of every field of this version (unexported, never written).
-var v10 = Version{Major: 1, Minor: 0}
+// The versions fields were added in (unexported, never written).
+var (
+	v10 = Version{Major: 1, Minor: 0}
+	v11 = Version{Major: 1, Minor: 1}
+	v12 = Version{Major: 1, Minor: 2}
+	v13 = Version{Major: 1, Minor: 3}
+)
 
 // SensorsLayout returns the Sensors fields in offset order (a fresh slice).
 func SensorsLayout() []Field {
@@ -56,6 +61,20 @@ func SensorsLayout() []Field {
 		{"reserved", "", offSReserved, "u8[7]", 7, v10, 0, "zero"},
 		{"layer_latency_us", "LayerLatencyUS", offSLayerLatency, "f32[128]", 4 * MaxLayers, v10, PresentLayerLatency, "per-layer decode latency, µs"},
 		{"cur_layer_bits", "CurLayerBits", offSCurLayerBits, "u8[128]", MaxLayers, v10, PresentCurrent, "current per-layer precision, bits"},
+		{"spec_accept_by_pos", "SpecAcceptByPos", offSSpecAcceptByPos, "f32[8]", 4 * MaxSpecK, v11, PresentSpecAccept, "smoothed acceptance at draft position i, 0–1"},
+		{"spec_mean_accepted", "SpecMeanAccepted", offSSpecMeanAccepted, "f32", 4, v11, PresentSpecAccept, "smoothed mean accepted draft tokens per round"},
+		{"spec_draft_cost", "SpecDraftCost", offSSpecDraftCost, "f32", 4, v11, PresentSpecCost, "draft step time ÷ plain target step time"},
+		{"spec_verify_cost", "SpecVerifyCost", offSSpecVerifyCost, "f32[9]", 4 * (MaxSpecK + 1), v11, PresentSpecCost, "target batch of i+1 tokens ÷ plain target step: v(n)"},
+		{"spec_k_max", "SpecKMax", offSSpecKMax, "i32", 4, v11, PresentSpecKMax, "largest K the engine accepts now (0 = no draft)"},
+		{"layer_min_bits", "LayerMinBits", offSLayerMinBits, "u8[128]", MaxLayers, v12, PresentManifest, "lowest precision each layer tolerates, bits"},
+		{"layer_max_bits", "LayerMaxBits", offSLayerMaxBits, "u8[128]", MaxLayers, v12, PresentManifest, "highest precision available per layer, bits"},
+		{"layer_sens_rank", "LayerSensRank", offSLayerSensRank, "u8[128]", MaxLayers, v12, PresentManifest, "sensitivity rank, 0 = most sensitive"},
+		{"tok_per_sec_target", "TokPerSecTarget", offSTokPerSecTarget, "f32", 4, v12, PresentTokTarget, "throughput target set by the app, tokens/s"},
+		{"cpu_psi_some_avg10", "CPUPSISomeAvg10", offSCPUPSISome, "f32", 4, v13, PresentCPUPSI, "CPU PSI some avg10, %"},
+		{"cpu_runnable", "CPURunnable", offSCPURunnable, "f32", 4, v13, PresentCPULoad, "runnable tasks on the machine (procs_running)"},
+		{"cpu_allowed", "CPUAllowed", offSCPUAllowed, "i32", 4, v13, PresentCPULoad, "CPUs this process may run on"},
+		{"step_time_ratio", "StepTimeRatio", offSStepTimeRatio, "f32", 4, v13, PresentStepBaseline, "decode step time ÷ quiet baseline, same threads"},
+		{"cur_threads", "CurThreads", offSCurThreads, "i32", 4, v13, PresentCurrent, "current decode threads"},
 	}
 }
 
@@ -78,6 +97,10 @@ func DecisionLayout() []Field {
 		{"reserved", "", offDReserved, "u8[12]", 12, v10, 0, "zero"},
 		{"layer_bits", "LayerBits", offDLayerBits, "u8[128]", MaxLayers, v10, 0, "per-layer precision, bits (0 = leave as is)"},
 		{"layer_window_scale", "LayerWindowScale", offDWindowScale, "f32[128]", 4 * MaxLayers, v10, 0, "per-layer window scale in (0, 1] (0 = leave as is)"},
+		{"spec_p_min", "SpecPMin", offDSpecPMin, "f32", 4, v11, 0, "stop drafting when the draft's top p < p_min, [0, 1] (0 = leave as is)"},
+		{"draft_threads", "DraftThreads", offDDraftThreads, "i32", 4, v11, 0, "draft-step threads (0 = leave as is)"},
+		{"draft_cpu_mask", "DraftCPUMask", offDDraftCPUMask, "u64", 8, v11, 0, "draft-step CPUs, bit i = CPU i (0 = leave as is)"},
+		{"verify_cpu_mask", "VerifyCPUMask", offDVerifyCPUMask, "u64", 8, v11, 0, "target-step CPUs, bit i = CPU i (0 = leave as is)"},
 	}
 }
 
@@ -119,6 +142,7 @@ func presenceName(p Presence) string {
 		"PSISome", "PSIFull", "CgroupLimit", "CgroupUsage", "RSS", "PSS",
 		"ThermalStatus", "Temp", "Battery", "Charging", "TokPerSec",
 		"TokPerSecSmoothed", "AcceptRate", "CtxLen", "LayerLatency", "Tiers", "Current",
+		"SpecAccept", "SpecCost", "SpecKMax", "Manifest", "TokTarget", "CPUPSI", "CPULoad", "StepBaseline",
 	}
 	for i, n := range names {
 		if p == 1<<i {

@@ -13,7 +13,8 @@ var le = binary.LittleEndian
 // present and have no bit.
 type Presence uint64
 
-// Presence bits. Bits 22–63 are free for later minors.
+// Presence bits. Bits 0–21 are 1.0's, 22–24 1.1's, 25–26 1.2's, 27–29 1.3's;
+// bits 30–63 are free for later minors.
 const (
 	PresentMemAvailable      Presence = 1 << 0
 	PresentMemThreshold      Presence = 1 << 1
@@ -37,6 +38,28 @@ const (
 	PresentLayerLatency      Presence = 1 << 19 // LayerCount and LayerLatencyUS
 	PresentTiers             Presence = 1 << 20 // TiersAvailable
 	PresentCurrent           Presence = 1 << 21 // the Cur* fields (current engine state)
+
+	// 1.1: speculative decoding.
+	PresentSpecAccept Presence = 1 << 22 // SpecAcceptByPos and SpecMeanAccepted
+	PresentSpecCost   Presence = 1 << 23 // SpecDraftCost and SpecVerifyCost
+	PresentSpecKMax   Presence = 1 << 24 // SpecKMax
+
+	// 1.2: per-layer precision.
+	PresentManifest  Presence = 1 << 25 // LayerMinBits, LayerMaxBits, LayerSensRank
+	PresentTokTarget Presence = 1 << 26 // TokPerSecTarget
+
+	// 1.3: CPU contention.
+	PresentCPUPSI       Presence = 1 << 27 // CPUPSISomeAvg10
+	PresentCPULoad      Presence = 1 << 28 // CPURunnable and CPUAllowed
+	PresentStepBaseline Presence = 1 << 29 // StepTimeRatio
+)
+
+// Presence bits each minor added; a reader clears a minor's bits when the
+// writer's struct ends before that minor's fields.
+const (
+	presence11 = PresentSpecAccept | PresentSpecCost | PresentSpecKMax
+	presence12 = PresentManifest | PresentTokTarget
+	presence13 = PresentCPUPSI | PresentCPULoad | PresentStepBaseline
 )
 
 // Sensors is what the host tells a policy at each call: device readings,
@@ -113,6 +136,52 @@ type Sensors struct {
 	LayerLatencyUS [MaxLayers]float32 `json:"layer_latency_us"`
 	// CurLayerBits is the current per-layer weight precision, bits.
 	CurLayerBits [MaxLayers]uint8 `json:"cur_layer_bits"`
+
+	// 1.1: speculative decoding. The engine measures these while it runs.
+
+	// SpecAcceptByPos is the smoothed acceptance of the draft token at
+	// position i of a round (0-based), 0–1: how often it was accepted given
+	// that every earlier one was.
+	SpecAcceptByPos [MaxSpecK]float32 `json:"spec_accept_by_pos"`
+	// SpecMeanAccepted is the smoothed mean number of draft tokens accepted
+	// per round.
+	SpecMeanAccepted float32 `json:"spec_mean_accepted"`
+	// SpecDraftCost is the measured time of one draft step divided by the
+	// time of one plain target step.
+	SpecDraftCost float32 `json:"spec_draft_cost"`
+	// SpecVerifyCost[i] is the measured time of a target batch of n = i+1
+	// tokens divided by the time of one plain target step: v(n).
+	SpecVerifyCost [MaxSpecK + 1]float32 `json:"spec_verify_cost"`
+	// SpecKMax is the largest K the engine accepts now (0: no draft).
+	SpecKMax int32 `json:"spec_k_max"`
+
+	// 1.2: per-layer precision, from the precision manifest.
+
+	// LayerMinBits is the lowest precision each layer tolerates, bits.
+	LayerMinBits [MaxLayers]uint8 `json:"layer_min_bits"`
+	// LayerMaxBits is the highest precision available for each layer, bits.
+	LayerMaxBits [MaxLayers]uint8 `json:"layer_max_bits"`
+	// LayerSensRank is each layer's sensitivity rank: 0 is the most
+	// sensitive layer (demote it last, promote it first).
+	LayerSensRank [MaxLayers]uint8 `json:"layer_sens_rank"`
+	// TokPerSecTarget is the throughput the embedding app asks for, tokens/s.
+	TokPerSecTarget float32 `json:"tok_per_sec_target"`
+
+	// 1.3: CPU contention.
+
+	// CPUPSISomeAvg10 is CPU PSI "some" avg10 (/proc/pressure/cpu), percent.
+	CPUPSISomeAvg10 float32 `json:"cpu_psi_some_avg10"`
+	// CPURunnable is the number of runnable tasks on the machine
+	// (procs_running), this process's threads included.
+	CPURunnable float32 `json:"cpu_runnable"`
+	// CPUAllowed is the number of CPUs this process may run on (its affinity
+	// mask within its cpuset).
+	CPUAllowed int32 `json:"cpu_allowed"`
+	// StepTimeRatio is the engine's recent decode step time divided by its
+	// quiet baseline at the same thread count (1 = no slowdown).
+	StepTimeRatio float32 `json:"step_time_ratio"`
+	// CurThreads is the current number of decode threads.
+	CurThreads int32 `json:"cur_threads"`
 }
 
 // Has reports whether all readings in p are present.
@@ -156,11 +225,35 @@ const (
 	offSReserved       = 121 // 7 bytes, zero
 	offSLayerLatency   = 128 // [128]f32
 	offSCurLayerBits   = 640 // [128]u8
-	// end = 768 = SensorsSize
+	// end = 768 = SensorsSize10
+
+	// 1.1
+	offSSpecAcceptByPos  = 768 // [8]f32
+	offSSpecMeanAccepted = 800
+	offSSpecDraftCost    = 804
+	offSSpecVerifyCost   = 808 // [9]f32
+	offSSpecKMax         = 844
+	// end = 848 = SensorsSize11
+
+	// 1.2
+	offSLayerMinBits    = 848  // [128]u8
+	offSLayerMaxBits    = 976  // [128]u8
+	offSLayerSensRank   = 1104 // [128]u8
+	offSTokPerSecTarget = 1232
+	// end = 1236 = SensorsSize12
+
+	// 1.3
+	offSCPUPSISome    = 1236
+	offSCPURunnable   = 1240
+	offSCPUAllowed    = 1244
+	offSStepTimeRatio = 1248
+	offSCurThreads    = 1252
+	// end = 1256 = SensorsSize13
 )
 
-// EncodeSensors writes s into dst[:SensorsSize] with this package's version
-// and size in the header. It fails only if dst is shorter than SensorsSize.
+// EncodeSensors writes s into dst[:SensorsSize] (every field of this
+// package's version) with this package's version and size in the header. It
+// fails only if dst is shorter than SensorsSize.
 func EncodeSensors(dst []byte, s *Sensors) error {
 	if len(dst) < SensorsSize {
 		return &Error{Kind: ErrShortBuffer, Struct: "Sensors", Got: len(dst), Want: SensorsSize}
@@ -202,6 +295,57 @@ func EncodeSensors(dst []byte, s *Sensors) error {
 		putF32(lat[4*i:], s.LayerLatencyUS[i])
 	}
 	copy(b[offSCurLayerBits:offSCurLayerBits+MaxLayers], s.CurLayerBits[:])
+	// 1.1
+	for i, v := range s.SpecAcceptByPos {
+		putF32(b[offSSpecAcceptByPos+4*i:], v)
+	}
+	putF32(b[offSSpecMeanAccepted:], s.SpecMeanAccepted)
+	putF32(b[offSSpecDraftCost:], s.SpecDraftCost)
+	for i, v := range s.SpecVerifyCost {
+		putF32(b[offSSpecVerifyCost+4*i:], v)
+	}
+	le.PutUint32(b[offSSpecKMax:], uint32(s.SpecKMax))
+	// 1.2
+	copy(b[offSLayerMinBits:offSLayerMinBits+MaxLayers], s.LayerMinBits[:])
+	copy(b[offSLayerMaxBits:offSLayerMaxBits+MaxLayers], s.LayerMaxBits[:])
+	copy(b[offSLayerSensRank:offSLayerSensRank+MaxLayers], s.LayerSensRank[:])
+	putF32(b[offSTokPerSecTarget:], s.TokPerSecTarget)
+	// 1.3
+	putF32(b[offSCPUPSISome:], s.CPUPSISomeAvg10)
+	putF32(b[offSCPURunnable:], s.CPURunnable)
+	le.PutUint32(b[offSCPUAllowed:], uint32(s.CPUAllowed))
+	putF32(b[offSStepTimeRatio:], s.StepTimeRatio)
+	le.PutUint32(b[offSCurThreads:], uint32(s.CurThreads))
+	return nil
+}
+
+// EncodeSensorsSize writes the first size bytes of s's encoding into
+// dst[:size], with this package's version and size in the header: what a
+// host sends a guest of an older minor (size from ExchangeSizes). The
+// presence bits of fields past size are cleared. size must be one of the
+// SensorsSize1x sizes.
+func EncodeSensorsSize(dst []byte, s *Sensors, size int) error {
+	var mask Presence
+	switch size {
+	case SensorsSize:
+		return EncodeSensors(dst, s)
+	case SensorsSize10:
+		mask = presence11 | presence12 | presence13
+	case SensorsSize11:
+		mask = presence12 | presence13
+	case SensorsSize12:
+		mask = presence13
+	default:
+		return &Error{Kind: ErrBadSize, Struct: "Sensors", Got: size, Want: SensorsSize}
+	}
+	if len(dst) < size {
+		return &Error{Kind: ErrShortBuffer, Struct: "Sensors", Got: len(dst), Want: size}
+	}
+	var full [SensorsSize]byte
+	_ = EncodeSensors(full[:], s) // cannot fail: full is SensorsSize long
+	copy(dst[:size], full[:size])
+	le.PutUint32(dst[offSSize:], uint32(size))
+	le.PutUint64(dst[offSPresent:], uint64(s.Present&^mask))
 	return nil
 }
 
@@ -209,9 +353,9 @@ func EncodeSensors(dst []byte, s *Sensors) error {
 // field. It accepts any minor of major 1: fields beyond the size in the header
 // (an older writer) are zeroed and their presence bits cleared; bytes beyond
 // what this package knows (a newer writer) are ignored. It fails on a short
-// buffer, another major, or a size below SensorsSize (the 1.0 size).
+// buffer, another major, or a size below SensorsSize10 (the 1.0 size).
 func DecodeSensors(src []byte, s *Sensors) error {
-	n, err := checkHeader(src, "Sensors", SensorsSize, SensorsSize)
+	n, err := checkHeader(src, "Sensors", SensorsSize10, SensorsSize)
 	if err != nil {
 		return err
 	}
@@ -250,8 +394,44 @@ func DecodeSensors(src []byte, s *Sensors) error {
 		s.LayerLatencyUS[i] = getF32(lat[4*i:])
 	}
 	copy(s.CurLayerBits[:], b[offSCurLayerBits:offSCurLayerBits+MaxLayers])
-	// Minor 0 is the base: every field above is inside n. Fields added by
-	// later minors are zeroed here when n is below their end.
+	// Minor 0 is the base: every field above is inside n. A later minor's
+	// fields are read when the writer's struct holds all of them; otherwise
+	// they are zero and their presence bits clear.
+	if n >= SensorsSize11 {
+		for i := range s.SpecAcceptByPos {
+			s.SpecAcceptByPos[i] = getF32(b[offSSpecAcceptByPos+4*i:])
+		}
+		s.SpecMeanAccepted = getF32(b[offSSpecMeanAccepted:])
+		s.SpecDraftCost = getF32(b[offSSpecDraftCost:])
+		for i := range s.SpecVerifyCost {
+			s.SpecVerifyCost[i] = getF32(b[offSSpecVerifyCost+4*i:])
+		}
+		s.SpecKMax = int32(le.Uint32(b[offSSpecKMax:]))
+	} else {
+		s.SpecAcceptByPos, s.SpecMeanAccepted, s.SpecDraftCost = [MaxSpecK]float32{}, 0, 0
+		s.SpecVerifyCost, s.SpecKMax = [MaxSpecK + 1]float32{}, 0
+		s.Present &^= presence11
+	}
+	if n >= SensorsSize12 {
+		copy(s.LayerMinBits[:], b[offSLayerMinBits:offSLayerMinBits+MaxLayers])
+		copy(s.LayerMaxBits[:], b[offSLayerMaxBits:offSLayerMaxBits+MaxLayers])
+		copy(s.LayerSensRank[:], b[offSLayerSensRank:offSLayerSensRank+MaxLayers])
+		s.TokPerSecTarget = getF32(b[offSTokPerSecTarget:])
+	} else {
+		s.LayerMinBits, s.LayerMaxBits, s.LayerSensRank = [MaxLayers]uint8{}, [MaxLayers]uint8{}, [MaxLayers]uint8{}
+		s.TokPerSecTarget = 0
+		s.Present &^= presence12
+	}
+	if n >= SensorsSize13 {
+		s.CPUPSISomeAvg10 = getF32(b[offSCPUPSISome:])
+		s.CPURunnable = getF32(b[offSCPURunnable:])
+		s.CPUAllowed = int32(le.Uint32(b[offSCPUAllowed:]))
+		s.StepTimeRatio = getF32(b[offSStepTimeRatio:])
+		s.CurThreads = int32(le.Uint32(b[offSCurThreads:]))
+	} else {
+		s.CPUPSISomeAvg10, s.CPURunnable, s.CPUAllowed, s.StepTimeRatio, s.CurThreads = 0, 0, 0, 0, 0
+		s.Present &^= presence13
+	}
 	return nil
 }
 

@@ -6,7 +6,7 @@ import "strconv"
 // differs; minors only append fields (see ABI.md, "Versioning").
 const (
 	VersionMajor = 1
-	VersionMinor = 0
+	VersionMinor = 3
 )
 
 // Version is an ABI version as exported by a guest and carried in every
@@ -28,12 +28,21 @@ func (v Version) String() string {
 // package: same major, any minor.
 func (v Version) Compatible() bool { return v.Major == VersionMajor }
 
-// Encoded sizes in bytes of the structs of this package's version (1.0),
-// including the 8-byte header. A peer of another minor may send a different
-// size; see SensorsSizeFor and DecisionSizeFor.
+// Encoded sizes in bytes of the structs, header included, by the minor that
+// introduced them. Minors only append, so each size is a prefix of the next.
+// SensorsSize and DecisionSize are this package's (the newest); a peer of an
+// older minor reads and writes a shorter prefix (SensorsSizeFor,
+// DecisionSizeFor), and the 1.0 sizes are the smallest a reader accepts.
 const (
-	SensorsSize  = 768
-	DecisionSize = 736
+	SensorsSize10  = 768  // 1.0: device readings, telemetry, current state
+	SensorsSize11  = 848  // 1.1: speculative decoding statistics and costs
+	SensorsSize12  = 1236 // 1.2: the precision manifest, a throughput target
+	SensorsSize13  = 1256 // 1.3: CPU contention
+	DecisionSize10 = 736  // 1.0
+	DecisionSize11 = 760  // 1.1: draft p_min, draft threads, CPU masks (1.2, 1.3: unchanged)
+
+	SensorsSize  = SensorsSize13
+	DecisionSize = DecisionSize11
 )
 
 // HeaderSize is the size of the header that starts both structs:
@@ -47,6 +56,11 @@ const MaxLayers = 128
 // ReasonTextSize is the capacity of Decision.ReasonText in bytes.
 const ReasonTextSize = 48
 
+// MaxSpecK is the largest speculation length K: engines accept K ≤ MaxSpecK,
+// Sensors.SpecAcceptByPos has one slot per draft position and
+// Sensors.SpecVerifyCost one per verify batch size 1..MaxSpecK+1.
+const MaxSpecK = 8
+
 // SensorsSizeFor returns the encoded Sensors size that a peer of version v
 // reads and writes, or an *Error if v has another major or is a minor newer
 // than this package (whose size this package cannot know; such a peer still
@@ -57,7 +71,13 @@ func SensorsSizeFor(v Version) (int, error) {
 	}
 	switch v.Minor {
 	case 0:
-		return SensorsSize, nil
+		return SensorsSize10, nil
+	case 1:
+		return SensorsSize11, nil
+	case 2:
+		return SensorsSize12, nil
+	case 3:
+		return SensorsSize13, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Sensors", Got: int(v.Minor), Want: VersionMinor}
 }
@@ -69,9 +89,28 @@ func DecisionSizeFor(v Version) (int, error) {
 	}
 	switch v.Minor {
 	case 0:
-		return DecisionSize, nil
+		return DecisionSize10, nil
+	case 1, 2, 3:
+		return DecisionSize11, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Decision", Got: int(v.Minor), Want: VersionMinor}
+}
+
+// ExchangeSizes returns the Sensors and Decision sizes a host of this
+// package exchanges with a peer speaking v: the smaller of the two versions'
+// sizes. A peer newer than this package gets this package's sizes (it reads
+// the newer fields as absent or untouched); a peer of another major is an
+// *Error.
+func ExchangeSizes(v Version) (sensors, decision int, err error) {
+	if v.Major != VersionMajor {
+		return 0, 0, &Error{Kind: ErrMajorVersion, Struct: "Sensors", Got: int(v.Major), Want: VersionMajor}
+	}
+	if v.Minor > VersionMinor {
+		return SensorsSize, DecisionSize, nil
+	}
+	sensors, _ = SensorsSizeFor(v)
+	decision, _ = DecisionSizeFor(v)
+	return sensors, decision, nil
 }
 
 // Header is the 8-byte prefix of an encoded Sensors or Decision.

@@ -20,24 +20,27 @@ import (
 // Each bulk copy covers a span whose fields appear in the same order with
 // the same sizes in the wire struct and the Go struct, shifted by a constant:
 //
-//	Sensors  wire [8, 121)   present … cur_kv_type         Go offset = wire − 8
-//	Sensors  wire [128, 768) layer_latency_us, cur_layer_bits   Go offset = wire − 12
-//	Decision wire [8, 32)    tier … cadence_steps          Go offset = wire − 8
-//	Decision wire [96, 224)  layer_bits
-//	Decision wire [224, 736) layer_window_scale
+//	Sensors  wire [8, 121)    present … cur_kv_type         Go offset = wire − 8
+//	Sensors  wire [128, 1256) layer_latency_us … cur_threads   Go offset = wire − 12
+//	Decision wire [8, 32)     tier … cadence_steps          Go offset = wire − 8
+//	Decision wire [96, 224)   layer_bits
+//	Decision wire [224, 760)  layer_window_scale … verify_cpu_mask   Go offset = wire − 16
+//
+// Every field that later minors appended (1.1–1.3) lies in the last span of
+// each struct, at naturally aligned offsets, so the spans stay contiguous.
 //
 // wire_test.go checks every field of both structs against abi's layout table
 // (offset, size) and the Go struct (reflect offsets), and that the result
 // equals abi's codec on random input. The compile-time checks below make a
 // guest build fail if the span ends move.
 
-// Wire offsets of the spans and single fields the codec touches (ABI 1.0).
+// Wire offsets of the spans and single fields the codec touches (ABI 1.3).
 const (
 	wsPrefix      = 8   // present
 	wsPrefixEnd   = 121 // end of cur_kv_type
 	wsLowMemory   = 44  // bool on the wire: any nonzero byte is true
 	wsCharging    = 47  // bool on the wire
-	wsArrays      = 128 // layer_latency_us, then cur_layer_bits up to SensorsSize
+	wsArrays      = 128 // layer_latency_us, cur_layer_bits and the 1.1–1.3 fields up to SensorsSize
 	wdScalars     = 8   // tier … cadence_steps, six i32
 	wdScalarsEnd  = 32
 	wdKVType      = 32
@@ -55,7 +58,9 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.Present)+wsPrefix-wsPrefix]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.CurKVType)+1+wsPrefix-wsPrefixEnd]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.LayerLatencyUS)+12-wsArrays]
-	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.CurLayerBits)+abi.MaxLayers+12-abi.SensorsSize]
+	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.CurThreads)+4+12-abi.SensorsSize]
+	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.LayerWindowScale)+16-wdWindowScale]
+	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.VerifyCPUMask)+8+16-abi.DecisionSize]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.Tier)+wdScalars-wdScalars]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.CadenceSteps)+4+wdScalars-wdScalarsEnd]
 )

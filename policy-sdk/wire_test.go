@@ -35,10 +35,10 @@ func TestWireLayout(t *testing.T) {
 		},
 		{
 			name: "Decision", typ: reflect.TypeFor[abi.Decision](), layout: abi.DecisionLayout(), size: abi.DecisionSize,
-			spans: []span{{wdScalars, wdScalarsEnd, 8}},
+			spans: []span{{wdScalars, wdScalarsEnd, 8}, {wdWindowScale, abi.DecisionSize, 16}},
 			single: map[string]int{
 				"kv_type": wdKVType, "reason_len": wdReasonLen, "reason_code": wdReasonCode,
-				"reason_text": wdReasonText, "layer_bits": wdLayerBits, "layer_window_scale": wdWindowScale,
+				"reason_text": wdReasonText, "layer_bits": wdLayerBits,
 			},
 		},
 	} {

@@ -8,8 +8,9 @@ import (
 	"github.com/edgellm/edgellm/abi"
 )
 
-// MaxSpecK is the largest speculation length any engine accepts.
-const MaxSpecK = 16
+// MaxSpecK is the largest speculation length any engine accepts (the ABI's:
+// the Sensors arrays of speculation statistics have one slot per position).
+const MaxSpecK = abi.MaxSpecK
 
 // Limits is what the engine can do. Decisions are validated against it and
 // clamped into it; see RATIONALE.md for the rules.
@@ -24,9 +25,12 @@ type Limits struct {
 	// MinBits and MaxBits bound each layer's precision; nil means 2 and 16
 	// for every layer, otherwise their length is NLayers.
 	MinBits, MaxBits []uint8
+	// CPUs is the set of CPUs the process may use, bit i = CPU i (0: any);
+	// DraftCPUMask and VerifyCPUMask are kept within it.
+	CPUs uint64
 }
 
-// DefaultLimits is a permissive single-tier engine: 128 layers, K ≤ 16,
+// DefaultLimits is a permissive single-tier engine: 128 layers, K ≤ 8,
 // a 2048-token context, every KV type, all CPUs.
 func DefaultLimits() Limits {
 	return Limits{
@@ -84,9 +88,12 @@ const (
 	ClampKVType
 	ClampLayerBits
 	ClampLayerWindowScale
+	ClampSpecPMin
+	ClampDraftThreads
+	ClampCPUMask
 )
 
-var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale"}
+var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask"}
 
 // Names lists the clamped fields by their ABI names.
 func (c ClampSet) Names() []string {
@@ -119,6 +126,10 @@ func invalidReason(d *abi.Decision) string {
 		return "negative cadence_steps"
 	case d.KVType > abi.KVQ4_0:
 		return "unknown kv_type code"
+	case d.DraftThreads < 0:
+		return "negative draft_threads"
+	case math.IsNaN(float64(d.SpecPMin)) || d.SpecPMin < 0:
+		return "NaN or negative spec_p_min"
 	}
 	for _, s := range d.LayerWindowScale {
 		if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
@@ -165,7 +176,25 @@ func (l *Limits) clamp(d, cur *abi.Decision, kvMask uint8) ClampSet {
 	}
 	clampI32(&d.Anchors, maxAnchors, ClampAnchors)
 	clampI32(&d.Threads, l.MaxThreads, ClampThreads)
+	clampI32(&d.DraftThreads, l.MaxThreads, ClampDraftThreads)
 	clampI32(&d.CadenceSteps, l.MaxCadence, ClampCadence)
+	if d.SpecPMin > 1 {
+		d.SpecPMin = 1
+		c |= ClampSpecPMin
+	}
+	// A CPU mask keeps the allowed CPUs it names; one that names none of
+	// them keeps the current mask.
+	for _, m := range [2]struct{ v, cur *uint64 }{{&d.DraftCPUMask, &cur.DraftCPUMask}, {&d.VerifyCPUMask, &cur.VerifyCPUMask}} {
+		if *m.v == 0 || l.CPUs == 0 || *m.v&^l.CPUs == 0 {
+			continue
+		}
+		if nv := *m.v & l.CPUs; nv != 0 {
+			*m.v = nv
+		} else {
+			*m.v = *m.cur & l.CPUs
+		}
+		c |= ClampCPUMask
+	}
 	if d.KVType != abi.KVUnknown && kvMask&(1<<d.KVType) == 0 {
 		d.KVType = cur.KVType // an engine that cannot switch keeps its type
 		if d.KVType != abi.KVUnknown && kvMask&(1<<d.KVType) == 0 {

@@ -159,20 +159,21 @@ func (r *Runtime) call(inst *instance, s *abi.Sensors, d *abi.Decision, res *Res
 	h := &r.hot
 	// a. Encode the sensors and the pre-filled decision into the guest's
 	//    buffers (preallocated host buffer, one copy each).
-	if err := abi.EncodeSensors(h.sensBuf[:], s); err != nil {
+	//    Each guest gets the prefix its ABI minor knows (inst.sSize, dSize).
+	if err := abi.EncodeSensorsSize(h.sensBuf[:], s, inst.sSize); err != nil {
 		res.Outcome, res.Detail = OutcomeInvalid, "sensors do not encode"
 		return
 	}
-	if !inst.mem.Write(inst.inPtr, h.sensBuf[:]) {
+	if !inst.mem.Write(inst.inPtr, h.sensBuf[:inst.sSize]) {
 		res.Outcome, res.Detail = OutcomeMemory, "in_ptr outside memory"
 		return
 	}
-	out, ok := inst.mem.Read(inst.outPtr, abi.DecisionSize) // a view, no copy
+	out, ok := inst.mem.Read(inst.outPtr, uint32(inst.dSize)) // a view, no copy
 	if !ok {
 		res.Outcome, res.Detail = OutcomeMemory, "out_ptr outside memory"
 		return
 	}
-	_ = abi.EncodeDecision(out, d) // cannot fail: len(out) == DecisionSize
+	_ = abi.EncodeDecisionSize(out, d, inst.dSize) // cannot fail: len(out) == dSize, a known size
 
 	// b. Call decide under the deadline, with the reused stack. An
 	//    instrumented module is stopped by its stop flag (a timer sets it;
@@ -214,7 +215,7 @@ func (r *Runtime) call(inst *instance, s *abi.Sensors, d *abi.Decision, res *Res
 
 	// c. Read the decision back (the guest may have grown memory: re-read
 	//    the view), reject garbage, clamp the rest.
-	if out, ok = inst.mem.Read(inst.outPtr, abi.DecisionSize); !ok {
+	if out, ok = inst.mem.Read(inst.outPtr, uint32(inst.dSize)); !ok {
 		res.Outcome, res.Detail = OutcomeMemory, "out_ptr outside memory"
 		return
 	}

@@ -68,6 +68,9 @@ type instance struct {
 	inPtr   uint32
 	outPtr  uint32
 	version abi.Version
+	// sSize and dSize are the struct sizes exchanged with this guest: its
+	// minor's, or the host's for a newer guest (abi.ExchangeSizes).
+	sSize, dSize int
 
 	closeOnce sync.Once
 }
@@ -246,17 +249,19 @@ func (r *Runtime) instantiate(ctx context.Context, m *module) (*instance, error)
 	if vals[0] != abi.VersionMajor || vals[0] > 0xffff || vals[1] > 0xffff {
 		return fail(ErrABIVersion, "module speaks ABI %d.%d, this host speaks %d.x (major must match)", vals[0], vals[1], abi.VersionMajor)
 	}
+	in.sSize, in.dSize, _ = abi.ExchangeSizes(in.version) // the major was checked above
 	in.inPtr, in.outPtr = vals[2], vals[3]
 	in.mem = mod.ExportedMemory(abi.ExportMemory)
 	in.decide = mod.ExportedFunction(abi.ExportDecide)
 	size := uint64(in.mem.Size())
+	ss, ds := uint32(in.sSize), uint32(in.dSize)
 	switch {
-	case uint64(in.inPtr)+abi.SensorsSize > size:
-		return fail(ErrModule, "in_ptr %d + %d bytes is outside memory (%d bytes)", in.inPtr, abi.SensorsSize, size)
-	case uint64(in.outPtr)+abi.DecisionSize > size:
-		return fail(ErrModule, "out_ptr %d + %d bytes is outside memory (%d bytes)", in.outPtr, abi.DecisionSize, size)
-	case in.inPtr < in.outPtr+abi.DecisionSize && in.outPtr < in.inPtr+abi.SensorsSize:
-		return fail(ErrModule, "in_ptr [%d, +%d) and out_ptr [%d, +%d) overlap", in.inPtr, abi.SensorsSize, in.outPtr, abi.DecisionSize)
+	case uint64(in.inPtr)+uint64(ss) > size:
+		return fail(ErrModule, "in_ptr %d + %d bytes is outside memory (%d bytes)", in.inPtr, ss, size)
+	case uint64(in.outPtr)+uint64(ds) > size:
+		return fail(ErrModule, "out_ptr %d + %d bytes is outside memory (%d bytes)", in.outPtr, ds, size)
+	case in.inPtr < in.outPtr+ds && in.outPtr < in.inPtr+ss:
+		return fail(ErrModule, "in_ptr [%d, +%d) and out_ptr [%d, +%d) overlap", in.inPtr, ss, in.outPtr, ds)
 	}
 	return in, nil
 }

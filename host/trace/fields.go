@@ -47,13 +47,18 @@ var fields = [...]field{
 	{name: "tok_per_sec_smoothed", bit: abi.PresentTokPerSecSmoothed, kind: kindFloat32, f32: func(s *abi.Sensors) *float32 { return &s.TokPerSecSmoothed }},
 	{name: "accept_rate", bit: abi.PresentAcceptRate, kind: kindFloat32, f32: func(s *abi.Sensors) *float32 { return &s.AcceptRate }},
 	{name: "ctx_len", bit: abi.PresentCtxLen, kind: kindInt32, i32: func(s *abi.Sensors) *int32 { return &s.CtxLen }},
+	// ABI 1.2 and 1.3 readings with a bit of their own.
+	{name: "tok_per_sec_target", bit: abi.PresentTokTarget, kind: kindFloat32, f32: func(s *abi.Sensors) *float32 { return &s.TokPerSecTarget }},
+	{name: "cpu_psi_some_avg10", bit: abi.PresentCPUPSI, kind: kindFloat32, f32: func(s *abi.Sensors) *float32 { return &s.CPUPSISomeAvg10 }},
+	{name: "step_time_ratio", bit: abi.PresentStepBaseline, kind: kindFloat32, f32: func(s *abi.Sensors) *float32 { return &s.StepTimeRatio }},
 }
 
 // FieldMask is every presence bit a trace can carry.
 const FieldMask = abi.PresentMemAvailable | abi.PresentMemThreshold | abi.PresentMemTotal | abi.PresentLowMemory |
 	abi.PresentTrimLevel | abi.PresentPSISome | abi.PresentPSIFull | abi.PresentCgroupLimit | abi.PresentCgroupUsage |
 	abi.PresentRSS | abi.PresentPSS | abi.PresentThermalStatus | abi.PresentTemp | abi.PresentBattery | abi.PresentCharging |
-	abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentAcceptRate | abi.PresentCtxLen
+	abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentAcceptRate | abi.PresentCtxLen |
+	abi.PresentTokTarget | abi.PresentCPUPSI | abi.PresentStepBaseline
 
 // FieldNames returns the optional field names in output order (t_ms, always
 // first, is not among them).

@@ -39,7 +39,7 @@ const sample = `{"t_ms":0,"mem_available_mb":3000,"mem_threshold_mb":512,"mem_to
 
 {"t_ms":100,"thermal_status":3,"temp_c":47.25,"trim_level":15}
 {"t_ms":100,"battery_pct":42,"charging":true,"psi_some_avg10":1.5,"psi_full_avg10":0.25}
-{"t_ms":250,"mem_available_mb":400,"low_memory":true,"cgroup_limit_mb":1024,"cgroup_usage_mb":900,"rss_mb":300,"pss_mb":250,"tok_per_sec":20.5,"tok_per_sec_smoothed":19,"accept_rate":0.75,"ctx_len":128}
+{"t_ms":250,"mem_available_mb":400,"low_memory":true,"cgroup_limit_mb":1024,"cgroup_usage_mb":900,"rss_mb":300,"pss_mb":250,"tok_per_sec":20.5,"tok_per_sec_smoothed":19,"accept_rate":0.75,"ctx_len":128,"tok_per_sec_target":12,"cpu_psi_some_avg10":5.5,"step_time_ratio":1.25}
 `
 
 func TestReadReplay(t *testing.T) {

@@ -1,0 +1,54 @@
+package policy
+
+import (
+	"math"
+	"testing"
+
+	"github.com/edgellm/edgellm/abi"
+)
+
+// The ABI 1.1 decision fields: garbage is invalid, out-of-range values are
+// clamped and reported, masks stay within the CPUs the process may use.
+func TestClampSpecFields(t *testing.T) {
+	l := Limits{NTiers: 1, NLayers: 4, MaxK: 4, MaxWindow: 64, MaxThreads: 2, MaxCadence: 8, CPUs: 0b0011}
+	cur := abi.Decision{DraftCPUMask: 0b0001, VerifyCPUMask: 0b0010}
+	for _, tc := range []struct {
+		name    string
+		in      abi.Decision
+		want    abi.Decision
+		clamps  ClampSet
+		invalid bool
+	}{
+		{name: "in range", in: abi.Decision{SpecK: 4, SpecPMin: 0.5, DraftThreads: 1, DraftCPUMask: 0b01, VerifyCPUMask: 0b11},
+			want: abi.Decision{SpecK: 4, SpecPMin: 0.5, DraftThreads: 1, DraftCPUMask: 0b01, VerifyCPUMask: 0b11}},
+		{name: "leave as is", in: abi.Decision{}, want: abi.Decision{}},
+		{name: "K above max", in: abi.Decision{SpecK: 8}, want: abi.Decision{SpecK: 4}, clamps: ClampSpecK},
+		{name: "p_min above 1", in: abi.Decision{SpecPMin: 3}, want: abi.Decision{SpecPMin: 1}, clamps: ClampSpecPMin},
+		{name: "draft threads", in: abi.Decision{DraftThreads: 9}, want: abi.Decision{DraftThreads: 2}, clamps: ClampDraftThreads},
+		{name: "mask partly outside", in: abi.Decision{DraftCPUMask: 0b0110}, want: abi.Decision{DraftCPUMask: 0b0010}, clamps: ClampCPUMask},
+		{name: "mask wholly outside", in: abi.Decision{VerifyCPUMask: 0b1100}, want: abi.Decision{VerifyCPUMask: 0b0010}, clamps: ClampCPUMask},
+		{name: "NaN p_min", in: abi.Decision{SpecPMin: float32(math.NaN())}, invalid: true},
+		{name: "negative p_min", in: abi.Decision{SpecPMin: -0.1}, invalid: true},
+		{name: "negative draft threads", in: abi.Decision{DraftThreads: -1}, invalid: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.in
+			if why := invalidReason(&d); (why != "") != tc.invalid {
+				t.Fatalf("invalidReason = %q, want invalid %v", why, tc.invalid)
+			}
+			if tc.invalid {
+				return
+			}
+			if c := l.clamp(&d, &cur, 0); c != tc.clamps || d != tc.want {
+				t.Errorf("clamp: %+v (clamps %v), want %+v (clamps %v)", d, c, tc.want, tc.clamps)
+			}
+		})
+	}
+	// Any CPU allowed (CPUs = 0): masks pass unchanged.
+	any := l
+	any.CPUs = 0
+	d := abi.Decision{DraftCPUMask: 0xf0, VerifyCPUMask: 0x0f}
+	if c := any.clamp(&d, &cur, 0); c != 0 || d.DraftCPUMask != 0xf0 || d.VerifyCPUMask != 0x0f {
+		t.Errorf("CPUs = 0: %+v, clamps %v", d, c)
+	}
+}
