@@ -51,7 +51,7 @@ arm() { timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$bin" "$@"; }
 
 # Speeds under emulation are labelled wherever they are shown.
 label() { sed -e '/tok\/s/s/$/   [qemu-emulated: not a performance number]/' "$@"; }
-show() { label "$@" | sed -e 's/^/    /'; }
+show() { head -n 40 "$@" | label | sed -e 's/^/    /'; }
 
 passed=0 failed=0
 pass() { passed=$((passed + 1)); echo "ok    $1 ($2 s)"; }
