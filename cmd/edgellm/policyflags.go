@@ -20,6 +20,7 @@ func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
 	fs.Int64("trace-step-ms", 100, "with --sensors trace:FILE, trace milliseconds per decode step")
 	fs.Duration("sensor-interval", 100*time.Millisecond, "how often live sensors are re-read (not every token)")
+	fs.Duration("policy-deadline", policy.DefaultDeadline, "wall-clock budget of one policy call; a call over it is stopped and the last good decision used (raise it for slow or emulated CPUs)")
 }
 
 type policyOptions struct {
@@ -29,6 +30,7 @@ type policyOptions struct {
 	Sensors        string        `koanf:"sensors"`
 	TraceStepMs    int64         `koanf:"trace-step-ms"`
 	SensorInterval time.Duration `koanf:"sensor-interval"`
+	PolicyDeadline time.Duration `koanf:"policy-deadline"`
 }
 
 func (o policyOptions) enabled() bool { return o.Policy != "" && o.Policy != "none" }
@@ -72,11 +74,14 @@ func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
 // startPolicy loads the policy for a session and returns its adapter and a
 // cleanup function.
 func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session, nCtx, threads int, kv host.KVType) (*host.Adapter, func(), error) {
+	if o.PolicyDeadline <= 0 {
+		return nil, nil, usagef("--policy-deadline %v: must be > 0", o.PolicyDeadline)
+	}
 	src, closer, err := newSensorSource(o)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := policy.NewConfig().WithLimits(host.PolicyLimits(eng, nCtx)).WithInsecure(o.PolicyInsecure)
+	cfg := policy.NewConfig().WithLimits(host.PolicyLimits(eng, nCtx)).WithInsecure(o.PolicyInsecure).WithDeadline(o.PolicyDeadline)
 	if o.PolicyKey != "" {
 		pub, err := policy.ReadPublicKeyFile(o.PolicyKey)
 		if err != nil {
