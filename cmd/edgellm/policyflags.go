@@ -20,7 +20,7 @@ func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
 	fs.Int64("trace-step-ms", 100, "with --sensors trace:FILE, trace milliseconds per decode step")
 	fs.Duration("sensor-interval", 100*time.Millisecond, "how often live sensors are re-read (not every token)")
-	fs.Duration("policy-deadline", policy.DefaultDeadline, "wall-clock budget of one policy call; a call over it is stopped and the last good decision used (raise it for slow or emulated CPUs)")
+	fs.Duration("policy-deadline", policy.DefaultDeadline, "wall-clock budget of one policy call; a call over it is stopped and counted as a failed call (raise it for slow or emulated CPUs)")
 }
 
 type policyOptions struct {
