@@ -1,10 +1,11 @@
 package host
 
-import "github.com/edgellm/edgellm/internal/engine"
+import "github.com/edgellm/edgellm/host/engine"
 
-// The engine interfaces live in internal/engine (a leaf package, so the engine
-// implementations under internal/ can implement them while this package
-// imports those implementations). These aliases are the public names.
+// The engine types are defined in the public leaf package host/engine (so
+// the engine implementations under internal/ can implement them while this
+// package imports those implementations); these are their names here. `go
+// doc github.com/edgellm/edgellm/host/engine` shows their methods and fields.
 type (
 	// Engine is a loaded model behind one of edgellm's two implementations:
 	// "native" (our own forward pass over memory we own) and "llamacpp"
@@ -26,20 +27,32 @@ type (
 	KVType = engine.KVType
 	// Attention selects the attention kernel of a session.
 	Attention = engine.Attention
+	// TierSwapper is implemented by sessions that can move to another tier
+	// of a ladder, migrating their KV state (the llamacpp engine).
+	TierSwapper = engine.TierSwapper
+	// SwapTimings are the phases of one tier swap.
+	SwapTimings = engine.SwapTimings
 )
 
+// Batch positions that keep logits, KV cache types and attention kernels.
 const (
 	LogitsLast = engine.LogitsLast
 	LogitsAll  = engine.LogitsAll
-	KVF16      = engine.KVF16
-	KVF32      = engine.KVF32
-	KVQ8_0     = engine.KVQ8_0
-	KVQ4_0     = engine.KVQ4_0
+
+	KVF16  = engine.KVF16
+	KVF32  = engine.KVF32
+	KVQ8_0 = engine.KVQ8_0
+	KVQ4_0 = engine.KVQ4_0
 
 	AttentionAuto    = engine.AttentionAuto
 	AttentionFlash   = engine.AttentionFlash
 	AttentionClassic = engine.AttentionClassic
 )
+
+// ErrContextFull is returned (wrapped) by Session.Decode and Generate of
+// both engines when the prompt plus generated tokens would exceed the
+// session's context.
+var ErrContextFull = engine.ErrContextFull
 
 // ParseAttention validates an attention kernel name (auto, flash, classic).
 func ParseAttention(s string) (Attention, error) { return engine.ParseAttention(s) }

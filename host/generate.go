@@ -7,16 +7,17 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/sample"
 )
 
 // SamplingParams configures token sampling: greedy when Temp ≤ 0, otherwise a
 // seeded draw after repetition penalty, top-k, top-p, min-p and temperature.
-type SamplingParams = sample.Params
+type SamplingParams = engine.SamplingParams
 
 // DefaultSampling returns llama.cpp's default sampling parameters.
-func DefaultSampling() SamplingParams { return sample.DefaultParams() }
+func DefaultSampling() SamplingParams { return engine.DefaultSampling() }
 
 // GenerateOptions configures Generate.
 type GenerateOptions struct {
@@ -88,10 +89,6 @@ func tps(n int, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
-
-// ErrContextFull is returned when the prompt plus generated tokens would
-// exceed the session's context.
-var ErrContextFull = errors.New("context full")
 
 // Generate prefills prompt into s and generates up to opts.NPredict tokens,
 // calling emit for each. BeforeStep may change the session's engine state

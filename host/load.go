@@ -90,12 +90,3 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	}
 	return llamacpp.Load(first, lo)
 }
-
-// TierSwapper is implemented by sessions that can move to another tier of a
-// ladder, migrating their KV state (the llamacpp engine).
-type TierSwapper interface {
-	SwapTier(to int) (SwapTimings, error)
-}
-
-// SwapTimings are the phases of one tier swap: serialise, unload, load, restore.
-type SwapTimings = llamacpp.SwapTimings

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/tokenizer"
 	"github.com/edgellm/edgellm/kernels"
 )
@@ -82,18 +82,29 @@ func (e *Engine) Name() string { return "llamacpp" }
 func (e *Engine) Info() engine.ModelInfo { return e.info }
 
 // Vocab returns the model's tokenizer.
-func (e *Engine) Vocab() engine.Vocab { return e.vocab }
+func (e *Engine) Vocab() engine.Vocab { return currentVocab{e} }
+
+// currentVocab is the tokenizer of the engine's current model: a tier swap
+// replaces the model (and closes the old one with its vocabulary), so a
+// Vocab taken before a swap must follow the engine, not the old model.
+type currentVocab struct{ e *Engine }
+
+func (v currentVocab) Tokenize(text string, addSpecial bool) ([]int32, error) {
+	return v.e.vocab.Tokenize(text, addSpecial)
+}
+func (v currentVocab) Piece(dst []byte, tok int32) []byte { return v.e.vocab.Piece(dst, tok) }
+func (v currentVocab) BOS() int32                         { return v.e.vocab.BOS() }
+func (v currentVocab) EOS() int32                         { return v.e.vocab.EOS() }
+func (v currentVocab) IsEOG(tok int32) bool               { return v.e.vocab.IsEOG(tok) }
+func (v currentVocab) NVocab() int                        { return v.e.vocab.NVocab() }
 
 // Model returns the underlying kernels model (the current tier's).
 func (e *Engine) Model() *kernels.Model { return e.model }
 
-// Capabilities: llama.cpp can swap tiers (with KV migration) and use every KV type.
-func (e *Engine) Capabilities() engine.Capabilities {
-	return engine.Capabilities{
-		TierSwap: e.tiers != nil,
-		KVTypes:  []engine.KVType{engine.KVF16, engine.KVF32, engine.KVQ8_0, engine.KVQ4_0},
-	}
-}
+// Capabilities: none of the in-session changes of the native engine. Tier
+// swaps (with KV migration) are what a ladder's Session implements
+// (engine.TierSwapper).
+func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{} }
 
 // Close frees the model. Every session must be closed first.
 func (e *Engine) Close() error {

@@ -3,7 +3,7 @@ package llamacpp
 import (
 	"fmt"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -97,7 +97,7 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 		return kernels.ErrEmptyBatch
 	}
 	if s.n+n > s.ctx.NCtxSeq() {
-		return fmt.Errorf("%d tokens at position %d exceed the context of %d tokens", n, s.n, s.ctx.NCtxSeq())
+		return fmt.Errorf("%w: %d tokens at position %d exceed the context of %d tokens", engine.ErrContextFull, n, s.n, s.ctx.NCtxSeq())
 	}
 	nb := s.ctx.NBatch()
 	if want == engine.LogitsAll && n > nb {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/memfd"
 	"github.com/edgellm/edgellm/kernels"
@@ -39,17 +39,7 @@ func (l *ladder) close() error {
 }
 
 // SwapTimings are the phases of one tier swap.
-type SwapTimings struct {
-	From, To   int
-	StateBytes int
-	Serialize  time.Duration
-	Unload     time.Duration
-	Load       time.Duration
-	Restore    time.Duration
-}
-
-// Total is the whole swap.
-func (t SwapTimings) Total() time.Duration { return t.Serialize + t.Unload + t.Load + t.Restore }
+type SwapTimings = engine.SwapTimings
 
 // ladderShape is what must agree across a ladder.
 type ladderShape struct {

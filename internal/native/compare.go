@@ -5,9 +5,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/cputime"
-	"github.com/edgellm/edgellm/internal/engine"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // BenchOptions configures BenchCompare.
@@ -60,35 +59,28 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 		return nil, err
 	}
 	defer eng.Close()
-	model, err := kernels.LoadModel(path, kernels.ModelParams{NoRepack: true})
+	le, err := loadReference(path)
 	if err != nil {
 		return nil, err
 	}
-	defer model.Close()
+	defer le.Close()
 	nCtx := o.Prefill + o.Decode
-	fa, att := flash(o.Attention)
-	kvt := kernels.KVType(o.KVType)
+	att := flash(o.Attention)
+	kvt := o.KVType
 	if kvt == "" {
-		kvt = kernels.KVF16
+		kvt = engine.KVF16
 	}
-	rctx, err := kernels.NewContext(model, kernels.ContextParams{NCtx: nCtx, NBatch: o.Prefill, Threads: o.Threads,
-		TypeK: kvt, TypeV: kvt, FlashAttn: fa})
+	ref, err := le.NewSession(engine.SessionConfig{NCtx: nCtx, NBatch: o.Prefill, Threads: o.Threads, KVType: kvt, Attention: att})
 	if err != nil {
 		return nil, err
 	}
-	defer rctx.Close()
-	batch, err := kernels.NewBatch(o.Prefill, 1)
-	if err != nil {
-		return nil, err
-	}
-	defer batch.Close()
+	defer ref.Close()
 	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: o.Prefill, Threads: o.Threads,
 		KVType: o.KVType, Attention: att})
 	if err != nil {
 		return nil, err
 	}
 	defer sess.Close()
-	ref := &llamaRef{ctx: rctx, batch: batch}
 	nv := eng.Config().NVocab
 	prompt := make([]int32, o.Prefill)
 	for i := range prompt {
@@ -127,7 +119,7 @@ func BenchCompare(path string, o BenchOptions) (*BenchResult, error) {
 		if err := run(sess, func() error { return sess.Truncate(0) }, &res.Native); err != nil {
 			return nil, fmt.Errorf("bench native: %w", err)
 		}
-		if err := run(ref, func() error { ref.n = 0; return rctx.MemoryClear(true) }, &res.LlamaCpp); err != nil {
+		if err := run(ref, func() error { return ref.Truncate(0) }, &res.LlamaCpp); err != nil {
 			return nil, fmt.Errorf("bench llama.cpp: %w", err)
 		}
 	}

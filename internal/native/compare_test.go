@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 

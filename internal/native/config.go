@@ -18,8 +18,6 @@ var (
 	// ErrTensor: a tensor is missing, mis-shaped, of an unsupported type or
 	// outside the file.
 	ErrTensor = errors.New("bad tensor")
-	// ErrContextFull: a Decode would go past the session's context.
-	ErrContextFull = errors.New("context full")
 	// ErrBadToken: a token id outside [0, n_vocab).
 	ErrBadToken = errors.New("token id out of range")
 	// ErrNoLogits: Logits asked for a batch index without logits.

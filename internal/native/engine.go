@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 )
 
 // Options configures Load.
@@ -167,7 +167,7 @@ func (e *Engine) Vocab() engine.Vocab {
 
 // Capabilities of the native engine as built so far.
 func (e *Engine) Capabilities() engine.Capabilities {
-	return engine.Capabilities{SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1, KVTypes: []engine.KVType{engine.KVF16, engine.KVF32, engine.KVQ8_0, engine.KVQ4_0}}
+	return engine.Capabilities{SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1}
 }
 
 // Close unmaps the weights. Sessions must be closed first.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/memfd"
 	"github.com/edgellm/edgellm/kernels"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 )
 
 // procKB reads a "Key:   N kB" line from a /proc file.

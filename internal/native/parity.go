@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/llamacpp"
 	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/kernels"
 )
@@ -24,12 +25,18 @@ type ParityOptions struct {
 }
 
 // flash resolves the attention setting shared by both engines of a
-// comparison into llama.cpp's explicit mode and the native session's.
-func flash(a engine.Attention) (kernels.FlashAttn, engine.Attention) {
+// comparison into an explicit kernel: auto is flash on the CPU.
+func flash(a engine.Attention) engine.Attention {
 	if a == engine.AttentionClassic {
-		return kernels.FlashAttnOff, engine.AttentionClassic
+		return engine.AttentionClassic
 	}
-	return kernels.FlashAttnOn, engine.AttentionFlash
+	return engine.AttentionFlash
+}
+
+// loadReference loads the llama.cpp engine a comparison measures against:
+// the same weights, not repacked (both engines read the same mmap'd pages).
+func loadReference(path string) (*llamacpp.Engine, error) {
+	return llamacpp.Load(path, llamacpp.Options{NoRepack: true})
 }
 
 // ParityResult compares the native engine's logits with llama.cpp's on the
@@ -56,40 +63,35 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	refKV := kernels.KVF16
+	refKV := engine.KVF16
 	if kvType == kernels.GGMLTypeF32 {
-		refKV = kernels.KVF32
+		refKV = engine.KVF32
 	}
 	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true})
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
-	model, err := kernels.LoadModel(path, kernels.ModelParams{NoRepack: true})
+	le, err := loadReference(path)
 	if err != nil {
 		return nil, err
 	}
-	defer model.Close()
+	defer le.Close()
 	prompt := o.Prompt
 	if len(prompt) == 0 {
-		prompt = []int32{model.Vocab().BOS()}
+		prompt = []int32{le.Vocab().BOS()}
 	}
 	nCtx := len(prompt) + o.N
 	if nCtx > eng.Config().NCtxTrain {
 		return nil, fmt.Errorf("parity: %d prompt + %d tokens exceed the model's context %d", len(prompt), o.N, eng.Config().NCtxTrain)
 	}
-	fa, att := flash(o.Attention)
-	rctx, err := kernels.NewContext(model, kernels.ContextParams{NCtx: nCtx, NBatch: max(len(prompt), 1), Threads: o.Threads,
-		TypeK: refKV, TypeV: refKV, FlashAttn: fa})
+	att := flash(o.Attention)
+	ref, err := le.NewSession(engine.SessionConfig{NCtx: nCtx, NBatch: max(len(prompt), 1), Threads: o.Threads,
+		KVType: refKV, Attention: att})
 	if err != nil {
 		return nil, err
 	}
-	defer rctx.Close()
-	batch, err := kernels.NewBatch(max(len(prompt), 1), 1)
-	if err != nil {
-		return nil, err
-	}
-	defer batch.Close()
+	defer ref.Close()
 	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads,
 		KVType: o.KVType, Attention: att})
 	if err != nil {
@@ -97,7 +99,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	}
 	defer sess.Close()
 
-	res, err := compareSessions(&llamaRef{ctx: rctx, batch: batch}, sess, prompt, o.N, eng.Config().NVocab)
+	res, err := compareSessions(ref, sess, prompt, o.N, eng.Config().NVocab)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +121,7 @@ func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, e
 		prompt = []int32{1}
 	}
 	nCtx := len(prompt) + o.N
-	_, att := flash(o.Attention)
+	att := flash(o.Attention)
 	mk := func(t engine.KVType) (*Session, error) {
 		return eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads, KVType: t, Attention: att})
 	}
@@ -180,29 +182,3 @@ func compareSessions(ref, cand engine.Session, prompt []int32, n, nv int) (*Pari
 	res.Top1Agreement = float64(agree) / float64(n)
 	return res, nil
 }
-
-// llamaRef is the minimal engine.Session over a llama.cpp context that the
-// comparison needs (one sequence, positions from 0).
-type llamaRef struct {
-	ctx   *kernels.Context
-	batch *kernels.Batch
-	n     int
-}
-
-func (r *llamaRef) Decode(toks []int32, want engine.LogitsMode) error {
-	r.batch.Clear()
-	for i, t := range toks {
-		if err := r.batch.Add(t, r.n+i, 0, want == engine.LogitsAll || i == len(toks)-1); err != nil {
-			return err
-		}
-	}
-	if err := r.ctx.Decode(r.batch); err != nil {
-		return err
-	}
-	r.n += len(toks)
-	return nil
-}
-func (r *llamaRef) Logits(i int, dst []float32) error { return r.ctx.Logits(i, dst) }
-func (r *llamaRef) Len() int                          { return r.n }
-func (r *llamaRef) Truncate(n int) error              { return fmt.Errorf("llamaRef: truncate not supported") }
-func (r *llamaRef) Close() error                      { return nil }

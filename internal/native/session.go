@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -146,11 +146,11 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 		return ErrClosed
 	}
 	nTok := len(tokens)
+	if s.rings[0].window == 0 && s.n+nTok > s.nCtx {
+		return fmt.Errorf("native: %w: %d + %d tokens > %d", engine.ErrContextFull, s.n, nTok, s.nCtx)
+	}
 	if nTok == 0 || nTok > s.nBatch {
 		return fmt.Errorf("native: batch of %d tokens (want 1-%d)", nTok, s.nBatch)
-	}
-	if s.rings[0].window == 0 && s.n+nTok > s.nCtx {
-		return fmt.Errorf("native: %w: %d + %d tokens > %d", ErrContextFull, s.n, nTok, s.nCtx)
 	}
 	for _, rg := range s.rings {
 		if rg.window > 0 && rg.window+nTok > rg.end-s.anchors {
@@ -158,7 +158,7 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 		}
 	}
 	if s.n+nTok > 1<<30 {
-		return fmt.Errorf("native: %w: position %d", ErrContextFull, s.n+nTok)
+		return fmt.Errorf("native: %w: position %d", engine.ErrContextFull, s.n+nTok)
 	}
 	nv := int32(s.cfg.NVocab)
 	for _, t := range tokens {

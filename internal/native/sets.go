@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -17,20 +18,7 @@ import (
 // which do not depend on where the weights came from). See RATIONALE.md.
 
 // SetInfo describes one weight set (set 0 is the file passed to Load).
-type SetInfo struct {
-	Name string // file base name
-	Path string
-	// Type is the type of the layers' matrices ("q8_0"), "mixed" when
-	// they differ.
-	Type string
-	// Bits is the nominal precision: BitsPerWeight rounded down (Q8_0 8,
-	// Q4_0 4, F16 16).
-	Bits int
-	// BitsPerWeight is the layers' matrix bytes × 8 / their elements,
-	// block scales included (Q8_0 8.5, Q4_0 4.5).
-	BitsPerWeight float64
-	LayerBytes    int64 // bytes of all layers' tensors in the file
-}
+type SetInfo = engine.WeightSet
 
 // ColdAdvice is what the advise step does to the pages of a (set, layer)
 // that no session uses.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 )
 
 // switchCost measures a weight-set switch of every layer on a loaded engine

@@ -1,7 +1,7 @@
 package native
 
 import (
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/tokenizer"
 	"github.com/edgellm/edgellm/kernels"
 )

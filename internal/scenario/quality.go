@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/llamacpp"
 	"github.com/edgellm/edgellm/internal/logitlog"
 	"github.com/edgellm/edgellm/internal/sample"

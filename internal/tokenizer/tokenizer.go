@@ -8,7 +8,7 @@
 package tokenizer
 
 import (
-	"github.com/edgellm/edgellm/internal/engine"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/kernels"
 )
 

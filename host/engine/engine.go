@@ -1,10 +1,20 @@
-// Package engine defines the interfaces every engine implements (native and
-// llamacpp). It is a leaf package so engine implementations under internal/
-// can implement it while package host imports them; host re-exports every
-// name here as an alias, and users should use those.
+// Package engine defines the types every engine implements (native and
+// llamacpp): Engine, Session, Vocab and the values they exchange. It is a
+// public leaf package, as wazero's api is: the engine implementations under
+// internal/ implement it while package host imports them. Package host
+// re-exports every name here (host.Engine is engine.Engine), so an embedding
+// app imports host; this package is where `go doc` shows the methods and
+// fields.
 package engine
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
+
+// ErrContextFull is returned (wrapped) by Session.Decode of every engine when
+// the batch would go past the session's context: test it with errors.Is.
+var ErrContextFull = errors.New("context full")
 
 // Engine is a loaded model behind one of edgellm's two implementations:
 // "native" (our own forward pass over memory we own) and "llamacpp" (llama.cpp's
@@ -153,14 +163,53 @@ func ParseAttention(s string) (Attention, error) {
 	return 0, errors.New("unknown attention " + `"` + s + `"` + " (want auto, flash or classic)")
 }
 
-// Capabilities is what an engine can change while decoding; the policy runtime
-// clamps decisions to them.
+// Capabilities is what an engine can change while decoding; the host clamps
+// a policy's decisions to them. Tier swaps and thread counts are not listed:
+// they are what a session implements (TierSwapper, and a SetThreads method).
+// The KV type is fixed per session.
 type Capabilities struct {
-	TierSwap        bool // switch tier (llamacpp: with KV migration; native: pointer switch)
-	PerLayerPrec    bool // per-layer weight precision
-	SlidingWindow   bool // ring KV with anchors
-	PerLayerWindow  bool
-	KVTypes         []KVType
+	PerLayerPrec   bool // per-layer weight precision (several weight sets)
+	SlidingWindow  bool // ring KV with anchors
+	PerLayerWindow bool // each layer its own window
+	// Speculative is true when the engine decodes speculatively with up to
+	// MaxSpeculativeK draft tokens a step; no engine does yet.
 	Speculative     bool
 	MaxSpeculativeK int
+}
+
+// TierSwapper is implemented by sessions that can move to another tier of a
+// ladder, migrating their KV state (the llamacpp engine).
+type TierSwapper interface {
+	SwapTier(to int) (SwapTimings, error)
+}
+
+// SwapTimings are the phases of one tier swap: serialise, unload, load,
+// restore.
+type SwapTimings struct {
+	From, To   int
+	StateBytes int
+	Serialize  time.Duration
+	Unload     time.Duration
+	Load       time.Duration
+	Restore    time.Duration
+}
+
+// Total is the whole swap.
+func (t SwapTimings) Total() time.Duration { return t.Serialize + t.Unload + t.Load + t.Restore }
+
+// WeightSet describes one weight set of a model loaded with several (the
+// native engine's per-layer precision; set 0 is the model file itself).
+type WeightSet struct {
+	Name string // file base name
+	Path string
+	// Type is the type of the layers' matrices ("q8_0"), "mixed" when
+	// they differ.
+	Type string
+	// Bits is the nominal precision: BitsPerWeight rounded down (Q8_0 8,
+	// Q4_0 4, F16 16).
+	Bits int
+	// BitsPerWeight is the layers' matrix bytes × 8 / their elements,
+	// block scales included (Q8_0 8.5, Q4_0 4.5).
+	BitsPerWeight float64
+	LayerBytes    int64 // bytes of all layers' tensors in the file
 }
