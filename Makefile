@@ -24,7 +24,9 @@ export CGO_CXXFLAGS := -O3 -march=$(MARCH) $(ARCH_FLAGS)
 BIN        := bin/edgellm
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION)
-SHARED     ?= $(abspath ../shared)
+# The shared assets: $EDGELLM_SHARED, else found by internal/shareddir's rule
+# (a "shared" directory beside the working directory or a parent of it).
+SHARED     ?= $(EDGELLM_SHARED)
 TEST_FLAGS ?= -timeout 20m
 
 .PHONY: all build test bench soak demo policies check env fuzz clean deps

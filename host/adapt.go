@@ -12,8 +12,6 @@ import (
 
 	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/policy"
-	"github.com/edgellm/edgellm/host/sensors"
-	"github.com/edgellm/edgellm/host/trace"
 )
 
 // DefaultCadence is how many decode steps pass between policy calls unless the
@@ -24,92 +22,6 @@ const DefaultCadence = 16
 // readings move on a scale of 100 ms; on a tiny fast model 16 steps can be
 // 3 ms, and asking the policy 300 times a second buys nothing.
 const DefaultMinInterval = 50 * time.Millisecond
-
-// SensorSource fills the device readings of the policy's input.
-type SensorSource interface {
-	// Fill overlays the readings at decode step `step`, `elapsed` after the
-	// start of generation.
-	Fill(step int, elapsed time.Duration, dst *abi.Sensors)
-	// Describe says where the readings come from, and labels simulated ones.
-	Describe() string
-}
-
-// LiveSensors reads the real machine (/proc, /sys, cgroups) through a
-// sensors.Sampler, overlaid with what an embedding app pushes to Platform.
-type LiveSensors struct {
-	Sampler *sensors.Sampler
-	reader  *sensors.Reader
-}
-
-// NewLiveSensors samples this machine's sensors every interval; platform may
-// be nil. Close it when done.
-func NewLiveSensors(interval time.Duration, platform *sensors.Platform) (*LiveSensors, error) {
-	r, err := sensors.NewReader()
-	if err != nil {
-		return nil, err
-	}
-	return &LiveSensors{Sampler: sensors.NewSampler(r, platform, interval), reader: r}, nil
-}
-
-func (l *LiveSensors) Fill(_ int, _ time.Duration, dst *abi.Sensors) { l.Sampler.Fill(dst) }
-func (l *LiveSensors) Describe() string                              { return "live (this machine's /proc and /sys)" }
-
-// Close releases the sensor files.
-func (l *LiveSensors) Close() error { return l.reader.Close() }
-
-// TraceSensors replays a JSONL sensor trace: SIMULATED readings. Decode step
-// n sees the trace at time n × StepMs (so runs are reproducible whatever the
-// machine's speed).
-type TraceSensors struct {
-	Path   string
-	StepMs int64
-	rep    *trace.Replayer
-}
-
-// NewTraceSensors reads a trace file.
-func NewTraceSensors(path string, stepMs int64) (*TraceSensors, error) {
-	recs, err := trace.ReadFile(path, trace.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("trace %s: no records", path)
-	}
-	if stepMs <= 0 {
-		return nil, fmt.Errorf("trace step %d ms: must be > 0", stepMs)
-	}
-	return &TraceSensors{Path: path, StepMs: stepMs, rep: trace.NewReplayer(recs)}, nil
-}
-
-func (t *TraceSensors) Fill(step int, _ time.Duration, dst *abi.Sensors) {
-	t.rep.Fill(int64(step)*t.StepMs, dst)
-}
-
-func (t *TraceSensors) Describe() string {
-	return fmt.Sprintf("trace %s, %d ms per step (SIMULATED readings)", t.Path, t.StepMs)
-}
-
-// MixedSensors reads the machine live and overlays the fields a trace
-// carries: real memory readings with a SIMULATED thermal status, say, for a
-// scenario that applies real memory pressure and emulates throttling.
-type MixedSensors struct {
-	Live  *LiveSensors
-	Trace *TraceSensors
-}
-
-func (m *MixedSensors) Fill(step int, elapsed time.Duration, dst *abi.Sensors) {
-	m.Live.Fill(step, elapsed, dst)
-	t := dst.TimeNS // the live clock, not the trace's step time
-	m.Trace.Fill(step, elapsed, dst)
-	dst.TimeNS = t
-}
-
-func (m *MixedSensors) Describe() string {
-	return m.Live.Describe() + ", overlaid with the fields of " + m.Trace.Describe()
-}
-
-// Close releases the live sensor files.
-func (m *MixedSensors) Close() error { return m.Live.Close() }
 
 // ThreadSetter is implemented by sessions whose thread count can change
 // between steps.
@@ -138,6 +50,7 @@ type tierReporter interface{ Tiers() (n, cur int) }
 type Adapter struct {
 	rt      *policy.Runtime
 	src     SensorSource
+	owned   bool // src was built by AttachPolicy: Close closes it
 	eng     Engine
 	sess    Session
 	log     io.Writer // decision changes; nil = none
@@ -147,21 +60,33 @@ type Adapter struct {
 	cur     abi.Decision
 	lastTok time.Time
 	ewma    float32
-	// MinInterval is the shortest time between policy calls (default
-	// DefaultMinInterval; 0 calls at every cadence step).
-	MinInterval time.Duration
+	// minInterval is the shortest time between policy calls
+	// (DefaultMinInterval; 0 for trace replays: calls at every cadence step).
+	minInterval time.Duration
 	lastCall    time.Time
 
 	ctx int // the session's context length
 
-	// Calls, Changes, Failures and PolicyTime count what the adapter did.
-	Calls, Changes, Failures, Swaps int
-	PolicyTime                      time.Duration
+	st PolicyStats
 }
 
-// PolicyLimits is what the engine behind sess can apply: the policy
-// runtime clamps every decision into it.
-func PolicyLimits(eng Engine, nCtx int) policy.Limits {
+// PolicyStats count what an Adapter did.
+type PolicyStats struct {
+	Calls    int // policy calls
+	Changes  int // calls whose decision changed what the engine does
+	Failures int // calls answered by the fallback (trap, deadline, bad status)
+	Swaps    int // tier swaps
+	// PolicyTime is the time spent in policy calls, filling sensors included.
+	PolicyTime time.Duration
+	// DeadlineGraces counts deadline extensions: the deadline timer ran
+	// late, so the process was not running (CPU quota, stopped), and the
+	// call was not charged for it (policy.Stats.DeadlineGraces).
+	DeadlineGraces uint64
+}
+
+// policyLimits is what the engine behind a session of nCtx positions can
+// apply: the policy runtime clamps every decision into it.
+func policyLimits(eng Engine, nCtx int) policy.Limits {
 	l := policy.DefaultLimits()
 	l.NTiers = 1
 	if tr, ok := eng.(tierReporter); ok {
@@ -179,15 +104,17 @@ func PolicyLimits(eng Engine, nCtx int) policy.Limits {
 	return l
 }
 
-// NewAdapter prepares the policy loop for a session. The runtime must have
-// been built with PolicyLimits(eng, nCtx) and have a module loaded.
-func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, nCtx, threads int, kv KVType, changes io.Writer) *Adapter {
-	a := &Adapter{rt: rt, src: src, eng: eng, sess: sess, log: changes, start: time.Now(), MinInterval: DefaultMinInterval}
+// newAdapter prepares the policy loop for a session created with cfg
+// (NCtx resolved). The runtime must have been built with
+// policyLimits(eng, cfg.NCtx) and have a module loaded.
+func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, cfg SessionConfig, changes io.Writer) *Adapter {
+	a := &Adapter{rt: rt, src: src, eng: eng, sess: sess, log: changes, start: time.Now(), minInterval: DefaultMinInterval}
 	if _, ok := src.(*TraceSensors); ok {
 		// A trace's clock is the step count, not the wall clock: the step
 		// cadence alone paces the policy, so replays are reproducible.
-		a.MinInterval = 0
+		a.minInterval = 0
 	}
+	threads := cfg.Threads
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
@@ -195,10 +122,14 @@ func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 	if tr, ok := eng.(tierReporter); ok {
 		_, tier = tr.Tiers()
 	}
-	a.cur = abi.Decision{Tier: int32(tier), Window: int32(nCtx), Threads: int32(threads),
-		CadenceSteps: DefaultCadence, KVType: kvToABI(kv)}
+	kv := cfg.KVType
+	if kv == "" {
+		kv = KVF16
+	}
+	a.cur = abi.Decision{Tier: int32(tier), Window: int32(cfg.NCtx), Threads: int32(threads),
+		CadenceSteps: DefaultCadence, KVType: abi.ParseKVType(string(kv))}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
-	a.ctx = nCtx
+	a.ctx = cfg.NCtx
 	if ls, ok := sess.(LayerSetter); ok {
 		// The precision in force per layer, so a policy reading CurLayerBits
 		// (the throughput controller) starts from the truth.
@@ -228,20 +159,17 @@ func layerWindows(window int, scale *[abi.MaxLayers]float32, nLayer int) []int {
 	return ws
 }
 
-func kvToABI(t KVType) abi.KVType {
-	switch t {
-	case KVF32:
-		return abi.KVF32
-	case KVQ8_0:
-		return abi.KVQ8_0
-	case KVQ4_0:
-		return abi.KVQ4_0
-	}
-	return abi.KVF16
-}
-
 // Current is the decision in force.
 func (a *Adapter) Current() abi.Decision { return a.cur }
+
+// Stats counts what the adapter did so far.
+func (a *Adapter) Stats() PolicyStats {
+	st := a.st
+	if a.rt != nil {
+		st.DeadlineGraces = a.rt.Stats().DeadlineGraces
+	}
+	return st
+}
 
 // BeforeStep is GenerateOptions.BeforeStep: it calls the policy when the
 // cadence is due and applies the decision.
@@ -259,7 +187,7 @@ func (a *Adapter) BeforeStep(step int) error {
 		}
 	}
 	a.lastTok = now
-	if step < a.next || (!a.lastCall.IsZero() && now.Sub(a.lastCall) < a.MinInterval) {
+	if step < a.next || (!a.lastCall.IsZero() && now.Sub(a.lastCall) < a.minInterval) {
 		return nil
 	}
 	a.lastCall = now
@@ -288,13 +216,13 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
 	res, err := a.rt.Decide(context.Background(), s, &d)
-	a.Calls++
-	a.PolicyTime += time.Since(t0)
+	a.st.Calls++
+	a.st.PolicyTime += time.Since(t0)
 	if err != nil {
 		return err
 	}
 	if res.Outcome.Failed() {
-		a.Failures++
+		a.st.Failures++
 		if a.log != nil {
 			fmt.Fprintf(a.log, "[policy step %d: %s, using the %s decision]\n", step, res.Outcome, res.Fallback)
 		}
@@ -307,93 +235,61 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	return nil
 }
 
-// apply makes the engine follow d where it differs from the current decision.
+// abilities is what this session can change (policy.Apply's rule).
+func (a *Adapter) abilities() policy.Abilities {
+	caps := a.eng.Capabilities()
+	_, tiers := a.sess.(TierSwapper)
+	_, threads := a.sess.(ThreadSetter)
+	_, window := a.sess.(WindowSetter)
+	_, layerWindows := a.sess.(LayerWindowSetter)
+	_, layerBits := a.sess.(LayerSetter)
+	return policy.Abilities{
+		Tier: tiers, Threads: threads, SpecK: caps.Speculative,
+		Window:       caps.SlidingWindow && window,
+		LayerWindows: caps.SlidingWindow && window && caps.PerLayerWindow && layerWindows,
+		LayerBits:    caps.PerLayerPrec && layerBits,
+		KVType:       false, // fixed per session
+	}
+}
+
+// apply makes the engine follow d where it differs from the current
+// decision: policy.Apply says what the session takes, and a change the
+// engine then refuses keeps the current value.
 func (a *Adapter) apply(step int, d abi.Decision) error {
 	old := a.cur
+	d = policy.Apply(old, d, a.abilities())
 	var changes []string
 	if d.Tier != old.Tier {
-		if sw, ok := a.sess.(TierSwapper); ok {
-			t, err := sw.SwapTier(int(d.Tier))
-			if err != nil {
-				return fmt.Errorf("policy: %w", err)
-			}
-			a.Swaps++
-			changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
-		} else {
-			d.Tier = old.Tier
+		t, err := a.sess.(TierSwapper).SwapTier(int(d.Tier))
+		if err != nil {
+			return fmt.Errorf("policy: %w", err)
 		}
+		a.st.Swaps++
+		changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
 	}
 	if d.Threads != old.Threads {
-		if ts, ok := a.sess.(ThreadSetter); ok && ts.SetThreads(int(d.Threads)) == nil {
+		if a.sess.(ThreadSetter).SetThreads(int(d.Threads)) == nil {
 			changes = append(changes, fmt.Sprintf("threads %d→%d", old.Threads, d.Threads))
 		} else {
 			d.Threads = old.Threads
 		}
 	}
-	// Window, anchors, K, per-layer precision and KV type: the runtime's
-	// Limits keep them within what this engine supports; engines without
-	// those capabilities keep the current values.
-	caps := a.eng.Capabilities()
-	ws, canWindow := a.sess.(WindowSetter)
-	scaled := d.LayerWindowScale != old.LayerWindowScale
-	if caps.SlidingWindow && canWindow && (d.Window != old.Window || d.Anchors != old.Anchors || scaled) {
-		// A window as large as the context means no eviction; the runtime
-		// already clamped it to the context.
-		window, anchors := int(d.Window), int(d.Anchors)
-		if window >= a.ctx {
-			window = 0
-		} else if anchors+window+1 > a.ctx {
-			window = a.ctx - anchors - 1
-		}
-		// Per-layer windows need a window and an engine that has them;
-		// otherwise the scales stay as they were.
-		lws, perLayer := a.sess.(LayerWindowSetter)
-		var lw []int
-		if caps.PerLayerWindow && perLayer && window > 0 {
-			lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
-		} else {
-			d.LayerWindowScale = old.LayerWindowScale
-		}
-		var err error
-		switch {
-		case lw != nil:
-			err = lws.SetLayerWindows(anchors, lw)
-		case d.Window != old.Window || d.Anchors != old.Anchors:
-			err = ws.SetWindow(anchors, window)
-		}
-		if err != nil {
-			if a.log != nil {
-				fmt.Fprintf(a.log, "[policy step %d: window %d anchors %d not applied: %v]\n", step, d.Window, d.Anchors, err)
-			}
-			d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
-		} else {
-			if d.Window != old.Window || d.Anchors != old.Anchors {
-				changes = append(changes, fmt.Sprintf("window %d→%d anchors %d→%d", old.Window, d.Window, old.Anchors, d.Anchors))
-			}
-			if lw != nil && (scaled || slices.Min(lw) != slices.Max(lw)) {
-				changes = append(changes, fmt.Sprintf("layer windows %v", lw))
-			}
-		}
-	} else {
-		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
+	if d.Window != old.Window || d.Anchors != old.Anchors || d.LayerWindowScale != old.LayerWindowScale {
+		changes = a.applyWindow(step, &d, old, changes)
 	}
-	if !caps.Speculative {
-		d.SpecK = old.SpecK
+	if d.LayerBits != old.LayerBits {
+		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
+			return fmt.Errorf("policy: %w", err)
+		} else if c != "" {
+			changes = append(changes, c)
+		}
 	}
-	if !caps.PerLayerPrec {
-		d.LayerBits = old.LayerBits
-	} else if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
-		return fmt.Errorf("policy: %w", err)
-	} else if c != "" {
-		changes = append(changes, c)
-	}
-	d.KVType = old.KVType
 	if d.CadenceSteps != old.CadenceSteps {
 		changes = append(changes, fmt.Sprintf("cadence %d→%d", old.CadenceSteps, d.CadenceSteps))
 	}
 	a.cur = d
 	if len(changes) > 0 {
-		a.Changes++
+		a.st.Changes++
 		if a.log != nil {
 			reason := d.Reason()
 			if reason == "" {
@@ -403,4 +299,48 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		}
 	}
 	return nil
+}
+
+// applyWindow sets the session's window, anchors and per-layer windows to
+// d's (the session has a ring KV: policy.Apply kept them otherwise). What
+// the session refuses keeps old's values.
+func (a *Adapter) applyWindow(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
+	// A window as large as the context means no eviction; the runtime
+	// already clamped it to the context.
+	window, anchors := int(d.Window), int(d.Anchors)
+	if window >= a.ctx {
+		window = 0
+	} else if anchors+window+1 > a.ctx {
+		window = a.ctx - anchors - 1
+	}
+	// Per-layer windows need a window and an engine that has them;
+	// otherwise the scales stay as they were.
+	scaled := d.LayerWindowScale != old.LayerWindowScale
+	var lw []int
+	if _, ok := a.sess.(LayerWindowSetter); ok && window > 0 && a.eng.Capabilities().PerLayerWindow {
+		lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
+	} else {
+		d.LayerWindowScale = old.LayerWindowScale
+	}
+	var err error
+	switch {
+	case lw != nil:
+		err = a.sess.(LayerWindowSetter).SetLayerWindows(anchors, lw)
+	case d.Window != old.Window || d.Anchors != old.Anchors:
+		err = a.sess.(WindowSetter).SetWindow(anchors, window)
+	}
+	if err != nil {
+		if a.log != nil {
+			fmt.Fprintf(a.log, "[policy step %d: window %d anchors %d not applied: %v]\n", step, d.Window, d.Anchors, err)
+		}
+		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
+		return changes
+	}
+	if d.Window != old.Window || d.Anchors != old.Anchors {
+		changes = append(changes, fmt.Sprintf("window %d→%d anchors %d→%d", old.Window, d.Window, old.Anchors, d.Anchors))
+	}
+	if lw != nil && (scaled || slices.Min(lw) != slices.Max(lw)) {
+		changes = append(changes, fmt.Sprintf("layer windows %v", lw))
+	}
+	return changes
 }

@@ -35,7 +35,7 @@ func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *LiveSensor
 	opts := GenerateOptions{NPredict: n, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}
 	var a *Adapter
 	if rt != nil {
-		a = NewAdapter(rt, live, eng, sess, n+8, 1, KVF16, testWriter{tb})
+		a = newAdapter(rt, live, eng, sess, SessionConfig{NCtx: n + 8, Threads: 1, KVType: KVF16}, testWriter{tb})
 		opts.BeforeStep = a.BeforeStep
 	}
 	st, err := Generate(context.Background(), sess, eng.Vocab(), []int32{eng.Vocab().BOS()}, opts, func(int32) error { return nil })
@@ -43,16 +43,17 @@ func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *LiveSensor
 		tb.Fatal(err)
 	}
 	if a != nil {
-		if a.Calls == 0 {
+		st := a.Stats()
+		if st.Calls == 0 {
 			tb.Fatal("the policy was never called")
 		}
-		if a.Failures != 0 {
+		if st.Failures != 0 {
 			// On an overloaded machine a call can be descheduled past the
 			// deadline; the fallback is the designed behaviour, not the
 			// subject of this measurement.
-			tb.Logf("%d of %d policy calls failed (deadline under load?)", a.Failures, a.Calls)
+			tb.Logf("%d of %d policy calls failed (deadline under load?)", st.Failures, st.Calls)
 		}
-		inPolicy = a.PolicyTime
+		inPolicy = st.PolicyTime
 	}
 	return st.Decode, inPolicy
 }
@@ -70,7 +71,7 @@ func measureOverhead(tb testing.TB, model string, n, reps int) (ratio, share flo
 	// One runtime and one sensor sampler for all runs, as in one long
 	// generation: their start-up (compilation, the first smaps_rollup read)
 	// is not per-token overhead.
-	rt, err := policy.NewRuntime(context.Background(), policy.NewConfig().WithInsecure(true).WithLimits(PolicyLimits(eng, n+8)))
+	rt, err := policy.NewRuntime(context.Background(), policy.NewConfig().WithInsecure(true).WithLimits(policyLimits(eng, n+8)))
 	if err != nil {
 		tb.Fatal(err)
 	}

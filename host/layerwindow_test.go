@@ -29,7 +29,7 @@ func TestAdapterLayerWindows(t *testing.T) {
 	}
 	defer sess.Close()
 	var log strings.Builder
-	a := NewAdapter(nil, nil, eng, sess, nCtx, 1, KVF16, &log)
+	a := newAdapter(nil, nil, eng, sess, SessionConfig{NCtx: nCtx, Threads: 1, KVType: KVF16}, &log)
 	ns := sess.(*native.Session)
 	tests := []struct {
 		name    string
@@ -102,7 +102,7 @@ func TestAdapterLayerWindowsUnsupported(t *testing.T) {
 	if _, ok := sess.(LayerWindowSetter); ok {
 		t.Skip("the llamacpp session has per-layer windows now")
 	}
-	a := NewAdapter(nil, nil, eng, sess, 64, 1, KVF16, nil)
+	a := newAdapter(nil, nil, eng, sess, SessionConfig{NCtx: 64, Threads: 1, KVType: KVF16}, nil)
 	d := a.Current()
 	d.Window = 32
 	d.LayerWindowScale[0] = 0.5

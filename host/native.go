@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/native"
 )
 
@@ -30,6 +31,22 @@ type LayerSetter interface {
 }
 
 var _ LayerSetter = (*native.Session)(nil)
+
+// WeightSet describes one weight set of a model (LoadOptions.LayerSets).
+type WeightSet = engine.WeightSet
+
+// WeightSets lists the weight sets eng maps, set 0 first; nil when it has
+// only the model's own (no LoadOptions.LayerSets, or the llamacpp engine).
+func WeightSets(eng Engine) []WeightSet {
+	ws, ok := eng.(interface{ Sets() []WeightSet })
+	if !ok {
+		return nil
+	}
+	if s := ws.Sets(); len(s) > 1 {
+		return s
+	}
+	return nil
+}
 
 // applyLayerBits moves each layer with a non-zero entry in bits to the set
 // whose precision is closest (ties: the more precise), then releases the

@@ -143,7 +143,7 @@ func runBench(c *cmdEnv, args []string) error {
 	if err != nil {
 		return usagef("--attention: %v", err)
 	}
-	setupLogs(c, o.Verbose)
+	host.SetLog(c.Stderr, logLevel(o.Verbose))
 	var text []byte
 	if p := findShared(benchText); p != "" {
 		if text, err = os.ReadFile(p); err != nil {

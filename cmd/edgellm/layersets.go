@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/native"
 	"github.com/spf13/pflag"
 )
 
@@ -28,12 +27,12 @@ type layerSetOptions struct {
 
 // describeLayerSets is one line on the weight sets of eng ("" without sets).
 func describeLayerSets(eng host.Engine) string {
-	ne, ok := eng.(*native.Engine)
-	if !ok || ne.NSets() < 2 {
+	sets := host.WeightSets(eng)
+	if sets == nil {
 		return ""
 	}
 	var parts []string
-	for i, s := range ne.Sets() {
+	for i, s := range sets {
 		parts = append(parts, fmt.Sprintf("%d: %s (%s, %.2f bits/weight)", i, s.Name, s.Type, s.BitsPerWeight))
 	}
 	return "weight sets: " + strings.Join(parts, "; ")

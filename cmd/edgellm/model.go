@@ -3,37 +3,16 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/edgellm/edgellm/internal/shareddir"
 )
 
 // defaultModelName is the real model used when none is given.
 const defaultModelName = "models/stories260K.gguf"
 
-// sharedCandidates are the places ../shared may be: $EDGELLM_SHARED, ../shared
-// from the working directory, and ../shared beside the repository the binary
-// was built in (bin/edgellm → ../../shared).
-func sharedCandidates() []string {
-	var c []string
-	if d := os.Getenv("EDGELLM_SHARED"); d != "" {
-		c = append(c, d)
-	}
-	c = append(c, filepath.Join("..", "shared"))
-	if exe, err := os.Executable(); err == nil {
-		c = append(c, filepath.Join(filepath.Dir(exe), "..", "..", "shared"))
-	}
-	return c
-}
-
-// findShared returns the path of a file under the shared directory, or "".
-func findShared(rel string) string {
-	for _, d := range sharedCandidates() {
-		p := filepath.Join(d, rel)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+// findShared returns the path of a file under the shared directory
+// (internal/shareddir's rule), or "".
+func findShared(rel string) string { return shareddir.Find(rel) }
 
 // resolveModel picks the model: the --model flag or $EDGELLM_MODEL (both
 // arrive as the "model" setting), else ../shared/models/stories260K.gguf,

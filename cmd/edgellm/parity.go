@@ -57,7 +57,7 @@ func runParity(c *cmdEnv, args []string) error {
 	if err != nil {
 		return usagef("--attention: %v", err)
 	}
-	setupLogs(c, o.Verbose)
+	host.SetLog(c.Stderr, logLevel(o.Verbose))
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"io"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/edgellm/edgellm/host"
@@ -18,8 +15,8 @@ func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("policy-key", "", "ed25519 public key (PEM) that policy bundles must be signed with")
 	fs.Bool("policy-insecure", false, "accept unsigned policies (loose .wasm files): development only")
 	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
-	fs.Int64("trace-step-ms", 100, "with --sensors trace:FILE, trace milliseconds per decode step")
-	fs.Duration("sensor-interval", 100*time.Millisecond, "how often live sensors are re-read (not every token)")
+	fs.Int64("trace-step-ms", host.DefaultTraceStepMs, "with --sensors trace:FILE, trace milliseconds per decode step")
+	fs.Duration("sensor-interval", host.DefaultSensorInterval, "how often live sensors are re-read (not every token)")
 	fs.Duration("policy-deadline", policy.DefaultDeadline, "wall-clock budget of one policy call; a call over it is stopped and counted as a failed call (raise it for slow or emulated CPUs)")
 }
 
@@ -35,83 +32,44 @@ type policyOptions struct {
 
 func (o policyOptions) enabled() bool { return o.Policy != "" && o.Policy != "none" }
 
-// newSensorSource builds the source named by --sensors.
-func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
-	live := func() (*host.LiveSensors, error) {
-		if o.SensorInterval <= 0 {
-			return nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
-		}
-		return host.NewLiveSensors(o.SensorInterval, nil)
+// startPolicy attaches the policy the flags name to a session created with
+// sc and returns its adapter; Close it after generation.
+func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session, sc host.SessionConfig) (*host.Adapter, error) {
+	if o.SensorInterval <= 0 {
+		return nil, usagef("--sensor-interval %v: must be > 0", o.SensorInterval)
 	}
-	switch {
-	case o.Sensors == "live":
-		l, err := live()
-		if err != nil {
-			return nil, nil, err
-		}
-		return l, l, nil
-	case strings.HasPrefix(o.Sensors, "trace:"):
-		t, err := host.NewTraceSensors(strings.TrimPrefix(o.Sensors, "trace:"), o.TraceStepMs)
-		if err != nil {
-			return nil, nil, err
-		}
-		return t, nil, nil
-	case strings.HasPrefix(o.Sensors, "live+trace:"):
-		t, err := host.NewTraceSensors(strings.TrimPrefix(o.Sensors, "live+trace:"), o.TraceStepMs)
-		if err != nil {
-			return nil, nil, err
-		}
-		l, err := live()
-		if err != nil {
-			return nil, nil, err
-		}
-		m := &host.MixedSensors{Live: l, Trace: t}
-		return m, m, nil
+	if o.TraceStepMs <= 0 {
+		return nil, usagef("--trace-step-ms %d: must be > 0", o.TraceStepMs)
 	}
-	return nil, nil, usagef("--sensors %q: want live, trace:FILE or live+trace:FILE", o.Sensors)
-}
-
-// startPolicy loads the policy for a session and returns its adapter and a
-// cleanup function.
-func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session, nCtx, threads int, kv host.KVType) (*host.Adapter, func(), error) {
 	if o.PolicyDeadline <= 0 {
-		return nil, nil, usagef("--policy-deadline %v: must be > 0", o.PolicyDeadline)
+		return nil, usagef("--policy-deadline %v: must be > 0", o.PolicyDeadline)
 	}
-	src, closer, err := newSensorSource(o)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := policy.NewConfig().WithLimits(host.PolicyLimits(eng, nCtx)).WithInsecure(o.PolicyInsecure).WithDeadline(o.PolicyDeadline)
+	cfg := policy.NewConfig().WithInsecure(o.PolicyInsecure).WithDeadline(o.PolicyDeadline)
 	if o.PolicyKey != "" {
 		pub, err := policy.ReadPublicKeyFile(o.PolicyKey)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--policy-key: %w", err)
+			return nil, fmt.Errorf("--policy-key: %w", err)
 		}
 		cfg = cfg.WithTrustedKey(pub)
 	}
-	rt, err := policy.NewRuntime(c.Ctx, cfg)
+	a, err := host.AttachPolicy(c.Ctx, eng, sess, host.PolicyOptions{
+		Path: o.Policy, Config: &cfg, Session: sc, Log: c.Stderr,
+		Sensors: o.Sensors, SensorOptions: host.SensorOptions{Interval: o.SensorInterval, TraceStepMs: o.TraceStepMs},
+	})
+	if errors.Is(err, host.ErrSensorSpec) {
+		return nil, usagef("--sensors: %v", err)
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("--policy: %w", err)
 	}
-	cleanup := func() {
-		if g := rt.Stats().DeadlineGraces; g > 0 {
-			c.Logf("policy: %d deadline extension(s): the deadline timer ran over a deadline late, so the process was not running (CPU quota, stopped); those calls were not charged for it", g)
-		}
-		rt.Close(context.Background())
-		if closer != nil {
-			closer.Close()
-		}
+	c.Logf("policy: %s (%s)", o.Policy, a.Describe())
+	return a, nil
+}
+
+// stopPolicy closes the adapter and says what the deadline machinery did.
+func stopPolicy(c *cmdEnv, a *host.Adapter) {
+	if g := a.Stats().DeadlineGraces; g > 0 {
+		c.Logf("policy: %d deadline extension(s): the deadline timer ran over a deadline late, so the process was not running (CPU quota, stopped); those calls were not charged for it", g)
 	}
-	if err := rt.LoadFile(c.Ctx, o.Policy); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("--policy %s: %w", o.Policy, err)
-	}
-	// Compiling a policy that is not in the compilation cache leaves ~18 MB
-	// of freed compiler heap (a 1.9 MB Go guest) that Go would hand back to
-	// the OS only gradually; under a memory limit that was enough to get the
-	// engine OOM-killed (TestScenarioMemory with a cold cache). Return it
-	// before generation starts.
-	debug.FreeOSMemory()
-	c.Logf("policy: %s (%s); sensors: %s", o.Policy, rt.Module(), src.Describe())
-	return host.NewAdapter(rt, src, eng, sess, nCtx, threads, kv, c.Stderr), cleanup, nil
+	a.Close()
 }

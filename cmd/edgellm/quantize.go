@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -56,7 +57,7 @@ func runQuantize(c *cmdEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("IN %s: %w", in, quantizeErrno(err))
 	}
-	setupLogs(c, o.Verbose)
+	host.SetLog(c.Stderr, logLevel(o.Verbose))
 	width := 0
 	start := time.Now()
 	err = kernels.Quantize(in, out, kernels.QuantizeParams{

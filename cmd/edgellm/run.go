@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/logitlog"
-	"github.com/edgellm/edgellm/kernels"
 	"github.com/spf13/pflag"
 )
 
@@ -92,6 +88,12 @@ type runOptions struct {
 	policyOptions   `koanf:",squash"`
 	runStatsOptions `koanf:",squash"`
 	layerSetOptions `koanf:",squash"`
+
+	// Parsed by decodeRunOptions.
+	kv       host.KVType
+	att      host.Attention
+	sampling host.SamplingParams
+	plan     swapPlan
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -121,174 +123,61 @@ func parseSwapPlan(at, to []string, nTiers int) (swapPlan, error) {
 	return p, nil
 }
 
-// setupLogs shows only llama.cpp errors unless --verbose.
-func setupLogs(c *cmdEnv, verbose bool) {
-	kernels.SetLogWriter(c.Stderr)
+// logLevel shows only llama.cpp errors unless --verbose.
+func logLevel(verbose bool) host.LogLevel {
 	if verbose {
-		kernels.SetLogLevel(kernels.LogDebug)
-	} else {
-		kernels.SetLogLevel(kernels.LogError)
+		return host.LogDebug
 	}
+	return host.LogError
 }
 
+// runRun loads the model, opens a session, wires the outputs and the step
+// hook (a policy or a swap plan), generates and reports.
 func runRun(c *cmdEnv, args []string) error {
-	var o runOptions
-	if err := c.Decode(&o); err != nil {
-		return err
-	}
-	if len(args) > 0 {
-		return usagef("unexpected argument %q (the prompt goes in -p)", args[0])
-	}
-	if o.NPredict < 0 {
-		return usagef("-n %d: want ≥ 0", o.NPredict)
-	}
-	kv, err := host.ParseKVType(o.KVType)
-	if err != nil {
-		return usagef("--kv-type: %v", err)
-	}
-	att, err := host.ParseAttention(o.Attention)
-	if err != nil {
-		return usagef("--attention: %v", err)
-	}
-	sp := o.params()
-	if err := sp.Validate(); err != nil {
-		return usagef("%v", err)
-	}
-	plan, err := parseSwapPlan(o.SwapAt, o.SwapTo, len(o.Tiers))
+	o, err := decodeRunOptions(c, args)
 	if err != nil {
 		return err
 	}
-	setupLogs(c, o.Verbose)
-
-	path, label := "", ""
-	if len(o.Tiers) == 0 {
-		if path, label, err = resolveModel(c, o.Model); err != nil {
-			return err
-		}
-	} else {
-		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
-	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, LayerSets: o.LayerSets, Notices: c.Stderr})
+	host.SetLog(c.Stderr, logLevel(o.Verbose))
+	eng, err := loadRunModel(c, o)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	info := eng.Info()
-	if o.Ctx > info.NCtxTrain {
-		return usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
-	}
-	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
-	if d := describeLayerSets(eng); d != "" {
-		c.Logf("%s", d)
-	}
-
-	sess, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: kv, Attention: att})
+	sc := host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: o.kv, Attention: o.att}
+	sess, err := eng.NewSession(sc)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-
-	vocab := eng.Vocab()
-	var prompt []int32
-	if o.Prompt == "" {
-		prompt = []int32{vocab.BOS()}
-	} else if prompt, err = vocab.Tokenize(o.Prompt, true); err != nil {
-		return fmt.Errorf("tokenize prompt: %w", err)
-	}
-	if len(prompt)+o.NPredict > o.Ctx {
-		return usagef("prompt of %d tokens + %d to generate exceed --ctx %d", len(prompt), o.NPredict, o.Ctx)
-	}
-
-	out := bufio.NewWriter(c.Stdout)
-	defer out.Flush()
-	if o.Prompt != "" {
-		fmt.Fprint(out, o.Prompt)
-	}
-	rs, err := openRunStats(o.StatsJSON, eng)
+	prompt, err := runPrompt(eng.Vocab(), o)
 	if err != nil {
 		return err
 	}
-	defer rs.Close()
-	var ll *logitlog.Writer
-	if o.LogitsOut != "" {
-		if ll, err = logitlog.Create(o.LogitsOut, vocab.NVocab(), prompt); err != nil {
-			return fmt.Errorf("--logits-out: %w", err)
-		}
-		defer ll.Close()
-	}
-	var piece []byte
-	first, nTok := true, 0
-	emit := func(tok int32) error {
-		piece = vocab.Piece(piece[:0], tok)
-		if first && o.Prompt == "" && len(piece) > 0 && piece[0] == ' ' {
-			piece = piece[1:] // SentencePiece's space prefix at the start of text
-		}
-		first = false
-		out.Write(piece)
-		rs.token(nTok)
-		nTok++
-		if ll != nil {
-			if err := ll.Token(tok); err != nil {
-				return fmt.Errorf("--logits-out: %w", err)
-			}
-		}
-		return out.Flush()
-	}
-
-	opts := host.GenerateOptions{NPredict: o.NPredict, Sampling: sp, StopAtEOG: true}
-	if ll != nil {
-		opts.OnLogits = func(_ int, l []float32) error { return ll.Logits(l) }
-	}
-	var adapter *host.Adapter
-	if o.policyOptions.enabled() {
-		if len(plan.at) > 0 {
-			return usagef("--policy and --swap-at both choose tiers: use one")
-		}
-		a, cleanup, err := startPolicy(c, o.policyOptions, eng, sess, o.Ctx, o.Threads, kv)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		adapter = a
-		opts.BeforeStep = a.BeforeStep
-	}
-	if len(plan.at) > 0 {
-		swapper, ok := sess.(host.TierSwapper)
-		if !ok {
-			return fmt.Errorf("engine %s cannot swap tiers", eng.Name())
-		}
-		next := 0
-		opts.BeforeStep = func(step int) error {
-			if next >= len(plan.at) || step != plan.at[next] {
-				return nil
-			}
-			to := plan.to[next]
-			next++
-			t, err := swapper.SwapTier(to)
-			if err != nil {
-				return err
-			}
-			c.Logf("\n[swap %d→%d at token %d: state %.1f KiB, serialize %s, unload %s, load %s, restore %s, total %s]",
-				t.From, t.To, step, float64(t.StateBytes)/1024, ms(t.Serialize), ms(t.Unload), ms(t.Load), ms(t.Restore), ms(t.Total()))
-			return nil
-		}
-	}
-	rs.begin(len(prompt), adapter)
-	st, err := host.Generate(c.Ctx, sess, vocab, prompt, opts, emit)
-	rs.end(st, err)
-	if cerr := ll.Close(); cerr != nil && err == nil {
-		err = fmt.Errorf("--logits-out: %w", cerr)
-	}
-	fmt.Fprintln(out)
-	out.Flush()
+	out, err := openRunOutputs(c, o, eng, prompt)
 	if err != nil {
+		return err
+	}
+	defer out.close()
+	gen := host.GenerateOptions{NPredict: o.NPredict, Sampling: o.sampling, StopAtEOG: true, OnLogits: out.onLogits()}
+	adapter, err := setStepHook(c, o, eng, sess, sc, &gen)
+	if err != nil {
+		return err
+	}
+	if adapter != nil {
+		defer stopPolicy(c, adapter)
+	}
+	out.stats.begin(len(prompt), adapter)
+	st, err := host.Generate(c.Ctx, sess, eng.Vocab(), prompt, gen, out.emit)
+	if err = out.finish(st, err); err != nil {
 		return err
 	}
 	c.Logf("prefill: %d tokens in %s (%.1f tok/s); decode: %d tokens, %.1f tok/s steady state (first step excluded)%s",
 		st.PromptTokens, ms(st.Prefill), st.PrefillTPS(), st.GeneratedTokens, st.DecodeTPS(), eogNote(st))
 	if adapter != nil {
+		ps := adapter.Stats()
 		c.Logf("policy: %d calls, %d changes, %d tier swaps, %d failures, %s in policy calls",
-			adapter.Calls, adapter.Changes, adapter.Swaps, adapter.Failures, ms(adapter.PolicyTime))
+			ps.Calls, ps.Changes, ps.Swaps, ps.Failures, ms(ps.PolicyTime))
 	}
 	return nil
 }

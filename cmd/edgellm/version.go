@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 func init() {
@@ -12,9 +11,10 @@ func init() {
 		Name:    "version",
 		Summary: "print the edgellm version, the llama.cpp commit and the CPU features ggml was built with",
 		Run: func(c *cmdEnv, args []string) error {
-			fmt.Fprintf(c.Stdout, "edgellm %s\n", host.Version())
-			fmt.Fprintf(c.Stdout, "llama.cpp %s (via github.com/ollama/ollama %s)\n", kernels.LlamaCommit(), kernels.OllamaModuleVersion())
-			fmt.Fprintf(c.Stdout, "system: %s\n", kernels.SystemInfo())
+			b := host.Build()
+			fmt.Fprintf(c.Stdout, "edgellm %s\n", b.Version)
+			fmt.Fprintf(c.Stdout, "llama.cpp %s (via github.com/ollama/ollama %s)\n", b.LlamaCommit, b.OllamaVersion)
+			fmt.Fprintf(c.Stdout, "system: %s\n", b.System)
 			return nil
 		},
 	})

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/internal/runargs"
+	"github.com/edgellm/edgellm/internal/runstats"
 	"golang.org/x/sys/unix"
 )
 
@@ -154,7 +156,7 @@ func (r *runner) sensorArgs() ([]string, error) {
 	s := r.s
 	if s.Memory != nil && r.mode.real && s.Thermal == nil {
 		r.sensorsDesc = "live (the engine's own cgroup, /proc/meminfo; real pressure)"
-		return []string{"--sensors", "live", "--sensor-interval", "20ms"}, nil
+		return runargs.SensorFlags("live", 20*time.Millisecond, 0), nil
 	}
 	path := filepath.Join(r.o.OutDir, "sensors.jsonl")
 	recs, err := r.traceRecords()
@@ -167,13 +169,13 @@ func (r *runner) sensorArgs() ([]string, error) {
 	switch {
 	case s.Memory != nil && r.mode.real: // and thermal
 		r.sensorsDesc = "live (the engine's own cgroup, /proc/meminfo; real pressure) overlaid with the thermal status of trace " + path + " (1 ms per decode step; the CPU quota is real)"
-		return []string{"--sensors", "live+trace:" + path, "--sensor-interval", "20ms", "--trace-step-ms", "1"}, nil
+		return runargs.SensorFlags("live+trace:"+path, 20*time.Millisecond, 1), nil
 	case s.Memory != nil:
 		r.sensorsDesc = "trace " + path + " (SIMULATED memory readings, 1 ms per decode step)"
 	default:
 		r.sensorsDesc = "trace " + path + " (thermal status per decode step, 1 ms per step; the CPU quota is real unless the pressure is simulated)"
 	}
-	return []string{"--sensors", "trace:" + path, "--trace-step-ms", "1"}, nil
+	return runargs.SensorFlags("trace:"+path, 0, 1), nil
 }
 
 // runPolicy runs the engine with one policy under the pressure.
@@ -220,12 +222,8 @@ func (r *runner) runPolicy(ctx context.Context, p Policy, wasm string) (res Poli
 	for i, t := range r.tiers {
 		paths[i] = t.Path
 	}
-	args := []string{"run", "--tiers", strings.Join(paths, ","), "--no-mmap", "--stats-json", statsPath, "--logits-out", logitsPath,
-		"--policy", wasm, "--policy-insecure", "-n", strconv.Itoa(s.N), "--temp", "0",
-		"--threads", strconv.Itoa(s.Threads), "--ctx", strconv.Itoa(s.Ctx)}
-	if s.Prompt != "" {
-		args = append(args, "-p", s.Prompt)
-	}
+	args := runargs.Run{Tiers: paths, NoMmap: true, StatsJSON: statsPath, LogitsOut: logitsPath,
+		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: s.Threads, Ctx: s.Ctx, Prompt: s.Prompt}.Argv()
 	args = append(args, r.sensors...)
 	cmd := exec.Command(r.o.Exe, args...)
 	cmd.Env = append(os.Environ(), r.o.Env...)
@@ -268,7 +266,7 @@ func (r *runner) runPolicy(ctx context.Context, p Policy, wasm string) (res Poli
 	go func() { exited <- cmd.Wait() }()
 
 	m := &monitor{r: r, res: &res, cg: cg, t0: t0, event: event, since: since,
-		tail: &statsTail{path: statsPath}, hogStarted: make([]bool, r.nHogs()), hogCtx: ctx}
+		tail: runstats.NewTail(statsPath), hogStarted: make([]bool, r.nHogs()), hogCtx: ctx}
 	defer m.close()
 	if cg != nil && s.Memory != nil {
 		m.openTierFiles()
@@ -299,7 +297,7 @@ loop:
 		return res, ctx.Err()
 	}
 	event("engine exited")
-	if err := m.tail.poll(m.onStats); err != nil {
+	if err := m.tail.Poll(m.onStats); err != nil {
 		return res, err
 	}
 	m.stopHogs()
@@ -432,7 +430,7 @@ type monitor struct {
 	t0         time.Time
 	event      func(string)
 	since      func(time.Time) float64
-	tail       *statsTail
+	tail       *runstats.Tail
 	tokens     int
 	hogCtx     context.Context
 	hogStarted []bool
@@ -444,7 +442,7 @@ type monitor struct {
 	lastDrop   time.Time
 }
 
-func (m *monitor) onStats(ev statsEvent) {
+func (m *monitor) onStats(ev runstats.Event) {
 	switch ev.Event {
 	case "token":
 		t := float64(ev.UnixUS-m.t0.UnixMicro()) / 1000
@@ -465,7 +463,7 @@ func (m *monitor) onStats(ev statsEvent) {
 
 // step runs once per sample period.
 func (m *monitor) step(pid int) error {
-	if err := m.tail.poll(m.onStats); err != nil {
+	if err := m.tail.Poll(m.onStats); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -603,7 +601,7 @@ func (m *monitor) stopHogs() {
 
 func (m *monitor) close() {
 	m.stopHogs()
-	m.tail.close()
+	m.tail.Close()
 	for _, f := range m.tierFiles {
 		f.Close()
 	}

@@ -98,28 +98,11 @@ func (src *source) next(s *abi.Sensors) {
 	src.i++
 }
 
-// engineState is the simulated engine: it applies decisions exactly.
+// engineState is the simulated engine: it applies decisions by the host's
+// rule (policy.Apply) with every ability.
 type engineState struct{ cur abi.Decision }
 
-func (e *engineState) apply(d *abi.Decision) {
-	c := &e.cur
-	c.Tier, c.SpecK, c.Window, c.Anchors = d.Tier, d.SpecK, d.Window, d.Anchors
-	c.CadenceSteps, c.ReasonCode, c.ReasonLen, c.ReasonText = d.CadenceSteps, d.ReasonCode, d.ReasonLen, d.ReasonText
-	if d.Threads != 0 {
-		c.Threads = d.Threads
-	}
-	if d.KVType != abi.KVUnknown {
-		c.KVType = d.KVType
-	}
-	for i := range d.LayerBits {
-		if d.LayerBits[i] != 0 {
-			c.LayerBits[i] = d.LayerBits[i]
-		}
-		if d.LayerWindowScale[i] != 0 {
-			c.LayerWindowScale[i] = d.LayerWindowScale[i]
-		}
-	}
-}
+func (e *engineState) apply(d *abi.Decision) { e.cur = policy.Apply(e.cur, *d, policy.AllAbilities) }
 
 // report writes the engine state into the Cur* fields of s.
 func (e *engineState) report(s *abi.Sensors) {

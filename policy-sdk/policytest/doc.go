@@ -13,8 +13,11 @@
 //
 // Each case is a sequence of calls. The sensors of a call come from a JSONL
 // trace (host/trace format; one call per record, fields carried forward) or
-// from Steps. Between calls a simulated engine applies every decision exactly
-// (0 in LayerBits, LayerWindowScale and KVType means "leave as is") and
+// from Steps. Between calls a simulated engine applies every decision by the
+// host's own rule, policy.Apply, with every ability (0 in Threads, LayerBits
+// and KVType means "leave as is", a 0 scale in LayerWindowScale the full
+// window; a host whose engine lacks an ability keeps that field, e.g. the KV
+// type) and
 // reports it back: the Cur* fields of the next Sensors and the next pre-filled
 // Decision always come from it. This is a simulation, not the real engine.
 //

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/logitlog"
+)
+
+// The steps of `edgellm run` (run.go's runRun), in the order it takes them.
+
+// decodeRunOptions reads and validates the settings.
+func decodeRunOptions(c *cmdEnv, args []string) (runOptions, error) {
+	var o runOptions
+	if err := c.Decode(&o); err != nil {
+		return o, err
+	}
+	if len(args) > 0 {
+		return o, usagef("unexpected argument %q (the prompt goes in -p)", args[0])
+	}
+	if o.NPredict < 0 {
+		return o, usagef("-n %d: want ≥ 0", o.NPredict)
+	}
+	var err error
+	if o.kv, err = host.ParseKVType(o.KVType); err != nil {
+		return o, usagef("--kv-type: %v", err)
+	}
+	if o.att, err = host.ParseAttention(o.Attention); err != nil {
+		return o, usagef("--attention: %v", err)
+	}
+	o.sampling = o.params()
+	if err := o.sampling.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	if o.plan, err = parseSwapPlan(o.SwapAt, o.SwapTo, len(o.Tiers)); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// loadRunModel loads the model (or the tier ladder) and says what it is.
+func loadRunModel(c *cmdEnv, o runOptions) (host.Engine, error) {
+	path, label := "", ""
+	if len(o.Tiers) == 0 {
+		var err error
+		if path, label, err = resolveModel(c, o.Model); err != nil {
+			return nil, err
+		}
+	} else {
+		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
+	}
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, LayerSets: o.LayerSets, Notices: c.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	info := eng.Info()
+	if o.Ctx > info.NCtxTrain {
+		eng.Close()
+		return nil, usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
+	}
+	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
+	if d := describeLayerSets(eng); d != "" {
+		c.Logf("%s", d)
+	}
+	return eng, nil
+}
+
+// runPrompt tokenizes -p (BOS alone without it) and checks it fits --ctx.
+func runPrompt(vocab host.Vocab, o runOptions) ([]int32, error) {
+	prompt := []int32{vocab.BOS()}
+	if o.Prompt != "" {
+		var err error
+		if prompt, err = vocab.Tokenize(o.Prompt, true); err != nil {
+			return nil, fmt.Errorf("tokenize prompt: %w", err)
+		}
+	}
+	if len(prompt)+o.NPredict > o.Ctx {
+		return nil, usagef("prompt of %d tokens + %d to generate exceed --ctx %d", len(prompt), o.NPredict, o.Ctx)
+	}
+	return prompt, nil
+}
+
+// runOutputs are where a run's tokens go: the text to stdout, and the
+// --stats-json and --logits-out files.
+type runOutputs struct {
+	out    *bufio.Writer
+	vocab  host.Vocab
+	stats  *runStats
+	logits *logitlog.Writer
+	bare   bool // no prompt: strip the first piece's SentencePiece space
+	piece  []byte
+	n      int
+}
+
+func openRunOutputs(c *cmdEnv, o runOptions, eng host.Engine, prompt []int32) (*runOutputs, error) {
+	r := &runOutputs{out: bufio.NewWriter(c.Stdout), vocab: eng.Vocab(), bare: o.Prompt == ""}
+	var err error
+	if r.stats, err = openRunStats(o.StatsJSON, eng); err != nil {
+		return nil, err
+	}
+	if o.LogitsOut != "" {
+		if r.logits, err = logitlog.Create(o.LogitsOut, r.vocab.NVocab(), prompt); err != nil {
+			r.stats.Close()
+			return nil, fmt.Errorf("--logits-out: %w", err)
+		}
+	}
+	if o.Prompt != "" {
+		fmt.Fprint(r.out, o.Prompt)
+	}
+	return r, nil
+}
+
+// emit writes one generated token.
+func (r *runOutputs) emit(tok int32) error {
+	r.piece = r.vocab.Piece(r.piece[:0], tok)
+	if r.n == 0 && r.bare && len(r.piece) > 0 && r.piece[0] == ' ' {
+		r.piece = r.piece[1:] // SentencePiece's space prefix at the start of text
+	}
+	r.out.Write(r.piece)
+	r.stats.token(r.n)
+	r.n++
+	if r.logits != nil {
+		if err := r.logits.Token(tok); err != nil {
+			return fmt.Errorf("--logits-out: %w", err)
+		}
+	}
+	return r.out.Flush()
+}
+
+// onLogits is GenerateOptions.OnLogits: nil without --logits-out.
+func (r *runOutputs) onLogits() func(int, []float32) error {
+	if r.logits == nil {
+		return nil
+	}
+	return func(_ int, l []float32) error { return r.logits.Logits(l) }
+}
+
+// finish records the outcome and completes the outputs; it returns the
+// generation's error, else the first output error.
+func (r *runOutputs) finish(st host.Stats, err error) error {
+	r.stats.end(st, err)
+	if cerr := r.logits.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("--logits-out: %w", cerr)
+	}
+	fmt.Fprintln(r.out)
+	r.out.Flush()
+	return err
+}
+
+func (r *runOutputs) close() {
+	r.logits.Close()
+	r.stats.Close()
+	r.out.Flush()
+}
+
+// setStepHook sets gen.BeforeStep: the policy's (returning its adapter) or
+// the --swap-at plan's.
+func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc host.SessionConfig, gen *host.GenerateOptions) (*host.Adapter, error) {
+	plan := o.plan
+	if o.policyOptions.enabled() {
+		if len(plan.at) > 0 {
+			return nil, usagef("--policy and --swap-at both choose tiers: use one")
+		}
+		a, err := startPolicy(c, o.policyOptions, eng, sess, sc)
+		if err != nil {
+			return nil, err
+		}
+		gen.BeforeStep = a.BeforeStep
+		return a, nil
+	}
+	if len(plan.at) == 0 {
+		return nil, nil
+	}
+	swapper, ok := sess.(host.TierSwapper)
+	if !ok {
+		return nil, fmt.Errorf("engine %s cannot swap tiers", eng.Name())
+	}
+	next := 0
+	gen.BeforeStep = func(step int) error {
+		if next >= len(plan.at) || step != plan.at[next] {
+			return nil
+		}
+		to := plan.to[next]
+		next++
+		t, err := swapper.SwapTier(to)
+		if err != nil {
+			return err
+		}
+		c.Logf("\n[swap %d→%d at token %d: state %.1f KiB, serialize %s, unload %s, load %s, restore %s, total %s]",
+			t.From, t.To, step, float64(t.StateBytes)/1024, ms(t.Serialize), ms(t.Unload), ms(t.Load), ms(t.Restore), ms(t.Total()))
+		return nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,62 @@
+// Package host is edgellm's public Go API: it loads a model on one of two
+// engines, decodes sessions, generates text, and runs a WebAssembly policy
+// in the decode loop that adapts the session to the device (quantization
+// tier, per-layer precision, KV window, threads). An embedding app (the
+// Android host, a server, a test harness) needs this package, host/policy,
+// host/sensors and abi, nothing else.
+//
+// # Use
+//
+//	host.SetLog(os.Stderr, host.LogError)   // llama.cpp's own messages
+//	eng, err := host.Load(path, host.LoadOptions{})
+//	defer eng.Close()
+//	sc := host.SessionConfig{NCtx: 2048}
+//	sess, err := eng.NewSession(sc)
+//	defer sess.Close()
+//	a, err := host.AttachPolicy(ctx, eng, sess, host.PolicyOptions{
+//		Path: "policy.tar.gz", Config: &cfg, Sensors: "live", Session: sc})
+//	defer a.Close()
+//	st, err := host.Generate(ctx, sess, eng.Vocab(), prompt,
+//		host.GenerateOptions{NPredict: 128, Sampling: host.DefaultSampling(),
+//			StopAtEOG: true, BeforeStep: a.BeforeStep}, emit)
+//	fmt.Println(st.DecodeTPS(), a.Stats().Changes)
+//
+// Load picks the engine: "native" (our own llama forward pass over weights
+// it maps and a KV arena it owns; per-layer weight sets with
+// LoadOptions.LayerSets, a ring KV window) for llama models, "llamacpp"
+// (llama.cpp's llama_decode) otherwise and for tier ladders
+// (LoadOptions.Tiers: GGUF files of one model at several precisions, swapped
+// mid-generation with KV migration). What a session can change while
+// decoding is what it implements: TierSwapper, ThreadSetter, WindowSetter,
+// LayerWindowSetter, LayerSetter; Engine.Capabilities says the same for the
+// engine.
+//
+// AttachPolicy does, in one call, what a policy needs: it builds the sensor
+// source (NewSensorSource: "live", "trace:FILE" replaying SIMULATED
+// readings, or "live+trace:FILE"), a policy runtime limited to what the
+// engine and session can apply, loads and verifies the policy (signed
+// bundles; loose .wasm only with policy.Config.WithInsecure), and returns
+// the compiler's freed heap to the OS before decoding starts. The Adapter
+// it returns calls the policy every Decision.CadenceSteps steps (at most
+// every DefaultMinInterval with live sensors), applies what the engine
+// supports and keeps the rest of the decision as it was; a policy that
+// fails is answered by the last good decision and never stops decoding.
+//
+// The engine types (Engine, Session, Vocab, SessionConfig, ...) are defined
+// in the leaf package host/engine, which the engines implement; this
+// package names them. `go doc github.com/edgellm/edgellm/host/engine` shows
+// their methods and fields.
+//
+// # Errors
+//
+// Decoding past a session's context returns an error wrapping
+// ErrContextFull on both engines. Load fails with a one-line error naming
+// the file for a missing, truncated or non-GGUF model before anything
+// reaches C.
+//
+// # Concurrency and ownership
+//
+// An Engine, its Sessions and an Adapter are used by one goroutine at a
+// time. Close Adapters, then Sessions, then the Engine. SetLog is
+// process-wide.
+package host

@@ -1,0 +1,63 @@
+package policy
+
+import "github.com/edgellm/edgellm/abi"
+
+// Abilities says which fields of a decision an engine can change while it
+// decodes.
+type Abilities struct {
+	Tier         bool // swap tiers (a tier ladder)
+	SpecK        bool // speculation length
+	Window       bool // KV window and anchors
+	LayerWindows bool // per-layer window scales
+	Threads      bool // thread count
+	KVType       bool // KV cache type
+	LayerBits    bool // per-layer weight precision
+}
+
+// AllAbilities is an engine that can change every field: policytest's
+// simulated engine.
+var AllAbilities = Abilities{Tier: true, SpecK: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true}
+
+// Apply is the decision in force after an engine with the abilities can
+// applied d over cur, the decision in force before. It is the one rule the
+// host's Adapter follows and policytest simulates:
+//
+//   - a field the engine cannot change keeps cur's value;
+//   - the ABI's "leave as is" values keep cur's value: KVUnknown, a
+//     LayerBits entry of 0, and Threads 0 (the host default: the count in
+//     force);
+//   - LayerWindowScale is taken whole: a 0 entry leaves that layer at the
+//     full window (scale 1);
+//   - CadenceSteps and the reason are taken as they are.
+//
+// The host then carries the changes out; one that fails at the engine
+// keeps cur's value too, and a precision is snapped to the nearest weight
+// set the engine has.
+func Apply(cur, d abi.Decision, can Abilities) abi.Decision {
+	n := cur
+	n.CadenceSteps, n.ReasonCode, n.ReasonLen, n.ReasonText = d.CadenceSteps, d.ReasonCode, d.ReasonLen, d.ReasonText
+	if can.Tier {
+		n.Tier = d.Tier
+	}
+	if can.SpecK {
+		n.SpecK = d.SpecK
+	}
+	if can.Window {
+		n.Window, n.Anchors = d.Window, d.Anchors
+	}
+	if can.Threads && d.Threads != 0 {
+		n.Threads = d.Threads
+	}
+	if can.KVType && d.KVType != abi.KVUnknown {
+		n.KVType = d.KVType
+	}
+	if can.LayerWindows {
+		n.LayerWindowScale = d.LayerWindowScale
+	}
+	for i := range d.LayerBits {
+		if can.LayerBits && d.LayerBits[i] != 0 {
+			n.LayerBits[i] = d.LayerBits[i]
+		}
+	}
+	return n
+}

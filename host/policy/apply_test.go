@@ -1,0 +1,41 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/edgellm/edgellm/abi"
+)
+
+// TestApply: fields the engine cannot change and "leave as is" values keep
+// the decision in force; the rest is taken.
+func TestApply(t *testing.T) {
+	cur := abi.Decision{Tier: 1, SpecK: 2, Window: 512, Anchors: 4, Threads: 4, CadenceSteps: 16, KVType: abi.KVF16}
+	cur.LayerBits[0], cur.LayerBits[1] = 8, 8
+	cur.LayerWindowScale[0] = 0.5
+	d := abi.Decision{Tier: 2, SpecK: 3, Window: 256, Anchors: 2, Threads: 0, CadenceSteps: 8, KVType: abi.KVUnknown}
+	d.LayerBits[1] = 4
+	d.SetReason(abi.ReasonThermal, "hot")
+
+	got := Apply(cur, d, AllAbilities)
+	want := cur
+	want.Tier, want.SpecK, want.Window, want.Anchors, want.CadenceSteps = 2, 3, 256, 2, 8
+	want.LayerBits[1] = 4
+	want.LayerWindowScale[0] = 0 // taken whole: back to the full window
+	want.ReasonCode, want.ReasonLen, want.ReasonText = d.ReasonCode, d.ReasonLen, d.ReasonText
+	if got != want {
+		t.Fatalf("every ability:\n got %+v\nwant %+v", got, want)
+	}
+
+	got = Apply(cur, d, Abilities{})
+	want = cur
+	want.CadenceSteps = 8
+	want.ReasonCode, want.ReasonLen, want.ReasonText = d.ReasonCode, d.ReasonLen, d.ReasonText
+	if got != want {
+		t.Fatalf("no ability:\n got %+v\nwant %+v", got, want)
+	}
+
+	d.Threads, d.KVType = 2, abi.KVQ8_0
+	if got := Apply(cur, d, Abilities{Threads: true}); got.Threads != 2 || got.KVType != abi.KVF16 {
+		t.Fatalf("threads only: threads %d kv %v", got.Threads, got.KVType)
+	}
+}

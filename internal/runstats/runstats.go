@@ -1,0 +1,179 @@
+// Package runstats is the machine-readable statistics stream of `edgellm
+// run` (--stats-json FILE): the run writes it, `edgellm scenario run`
+// follows it while the child runs. The file is JSONL, written line by line
+// without buffering so a reader can follow it:
+//
+//	{"event":"start","unix_us":…,"prompt_tokens":5,"n_tiers":2,"tier":0,"pid":123}
+//	{"event":"token","unix_us":…,"i":0,"tier":0,"k":0,"window":512,"threads":1}
+//	…
+//	{"event":"end","unix_us":…,"generated":200,"decode_tps":48.100,"prefill_ms":35.600,
+//	 "policy_calls":13,"policy_changes":1,"tier_swaps":1,"policy_failures":0,"error":""}
+//
+// i counts generated tokens from 0; tier is the tier that produced token i.
+// k, window and threads are the policy decision in force, and the policy_*
+// counts are present only with a policy.
+package runstats
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Event kinds.
+const (
+	Start = "start"
+	Token = "token"
+	End   = "end"
+)
+
+// Event is one line of the stream. Fields a line does not carry are zero.
+type Event struct {
+	Event  string `json:"event"`
+	UnixUS int64  `json:"unix_us"`
+	// start
+	PromptTokens int `json:"prompt_tokens"`
+	NTiers       int `json:"n_tiers"`
+	PID          int `json:"pid"`
+	// token (Tier also in start)
+	I       int `json:"i"`
+	Tier    int `json:"tier"`
+	K       int `json:"k"`
+	Window  int `json:"window"`
+	Threads int `json:"threads"`
+	// end
+	Generated      int     `json:"generated"`
+	DecodeTPS      float64 `json:"decode_tps"`
+	PrefillMs      float64 `json:"prefill_ms"`
+	PolicyCalls    int     `json:"policy_calls"`
+	PolicyChanges  int     `json:"policy_changes"`
+	TierSwaps      int     `json:"tier_swaps"`
+	PolicyFailures int     `json:"policy_failures"`
+	Error          string  `json:"error"`
+}
+
+// Parse reads one line of the stream.
+func Parse(line []byte) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return Event{}, fmt.Errorf("stats line: %v", err)
+	}
+	switch ev.Event {
+	case Start, Token, End:
+		return ev, nil
+	}
+	return Event{}, fmt.Errorf("stats line: unknown event %q", ev.Event)
+}
+
+// Decision is the policy decision in force at a token (Writer.Token).
+type Decision struct{ K, Window, Threads int }
+
+// Policy counts what the policy did over the run (Writer.End).
+type Policy struct{ Calls, Changes, Swaps, Failures int }
+
+// Writer writes the stream. A nil *Writer does nothing, so a run calls it
+// unconditionally. Token does not allocate.
+type Writer struct {
+	w   io.Writer
+	buf []byte
+	now func() time.Time
+	err error // first write error
+}
+
+// NewWriter writes the stream to w, one Write per line.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: w, buf: make([]byte, 0, 256), now: time.Now}
+}
+
+// Err is the first write error.
+func (r *Writer) Err() error {
+	if r == nil {
+		return nil
+	}
+	return r.err
+}
+
+func (r *Writer) head(event string) {
+	r.buf = append(r.buf[:0], `{"event":"`...)
+	r.buf = append(r.buf, event...)
+	r.buf = append(r.buf, `","unix_us":`...)
+	r.buf = strconv.AppendInt(r.buf, r.now().UnixMicro(), 10)
+}
+
+func (r *Writer) int(key string, v int64) {
+	r.buf = append(r.buf, ',', '"')
+	r.buf = append(r.buf, key...)
+	r.buf = append(r.buf, '"', ':')
+	r.buf = strconv.AppendInt(r.buf, v, 10)
+}
+
+func (r *Writer) float(key string, v float64) {
+	r.buf = append(r.buf, ',', '"')
+	r.buf = append(r.buf, key...)
+	r.buf = append(r.buf, '"', ':')
+	r.buf = strconv.AppendFloat(r.buf, v, 'f', 3, 64)
+}
+
+func (r *Writer) flush() {
+	r.buf = append(r.buf, '}', '\n')
+	if _, err := r.w.Write(r.buf); err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+// Start records the start of generation.
+func (r *Writer) Start(promptTokens, nTiers, tier, pid int) {
+	if r == nil {
+		return
+	}
+	r.head(Start)
+	r.int("prompt_tokens", int64(promptTokens))
+	r.int("n_tiers", int64(nTiers))
+	r.int("tier", int64(tier))
+	r.int("pid", int64(pid))
+	r.flush()
+}
+
+// Token records generated token i, produced by tier; d is the policy
+// decision in force (nil without a policy).
+func (r *Writer) Token(i, tier int, d *Decision) {
+	if r == nil {
+		return
+	}
+	r.head(Token)
+	r.int("i", int64(i))
+	r.int("tier", int64(tier))
+	if d != nil {
+		r.int("k", int64(d.K))
+		r.int("window", int64(d.Window))
+		r.int("threads", int64(d.Threads))
+	}
+	r.flush()
+}
+
+// End records the outcome of generation; p is nil without a policy.
+func (r *Writer) End(generated int, decodeTPS float64, prefill time.Duration, p *Policy, genErr error) {
+	if r == nil {
+		return
+	}
+	r.head(End)
+	r.int("generated", int64(generated))
+	r.float("decode_tps", decodeTPS)
+	r.float("prefill_ms", float64(prefill.Microseconds())/1000)
+	if p != nil {
+		r.int("policy_calls", int64(p.Calls))
+		r.int("policy_changes", int64(p.Changes))
+		r.int("tier_swaps", int64(p.Swaps))
+		r.int("policy_failures", int64(p.Failures))
+	}
+	r.buf = append(r.buf, `,"error":`...)
+	msg := ""
+	if genErr != nil {
+		msg = genErr.Error()
+	}
+	q, _ := json.Marshal(msg)
+	r.buf = append(r.buf, q...)
+	r.flush()
+}
