@@ -6,7 +6,8 @@ import "github.com/edgellm/edgellm/abi"
 // decodes.
 type Abilities struct {
 	Tier         bool // swap tiers (a tier ladder)
-	SpecK        bool // speculation length
+	SpecK        bool // speculative decoding: SpecK, SpecPMin, DraftThreads, DraftCPUMask
+	CPUMask      bool // the CPUs target steps run on (VerifyCPUMask)
 	Window       bool // KV window and anchors
 	LayerWindows bool // per-layer window scales
 	Threads      bool // thread count
@@ -16,7 +17,7 @@ type Abilities struct {
 
 // AllAbilities is an engine that can change every field: policytest's
 // simulated engine.
-var AllAbilities = Abilities{Tier: true, SpecK: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true}
+var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true}
 
 // Apply is the decision in force after an engine with the abilities can
 // applied d over cur, the decision in force before. It is the one rule the
@@ -24,8 +25,9 @@ var AllAbilities = Abilities{Tier: true, SpecK: true, Window: true, LayerWindows
 //
 //   - a field the engine cannot change keeps cur's value;
 //   - the ABI's "leave as is" values keep cur's value: KVUnknown, a
-//     LayerBits entry of 0, and Threads 0 (the host default: the count in
-//     force);
+//     LayerBits entry of 0, Threads 0 (the host default: the count in
+//     force), and 0 in SpecPMin, DraftThreads, DraftCPUMask and
+//     VerifyCPUMask;
 //   - LayerWindowScale is taken whole: a 0 entry leaves that layer at the
 //     full window (scale 1);
 //   - CadenceSteps and the reason are taken as they are.
@@ -41,12 +43,18 @@ func Apply(cur, d abi.Decision, can Abilities) abi.Decision {
 	}
 	if can.SpecK {
 		n.SpecK = d.SpecK
+		n.SpecPMin = keep(n.SpecPMin, d.SpecPMin)
+		n.DraftThreads = keep(n.DraftThreads, d.DraftThreads)
+		n.DraftCPUMask = keep(n.DraftCPUMask, d.DraftCPUMask)
+	}
+	if can.CPUMask {
+		n.VerifyCPUMask = keep(n.VerifyCPUMask, d.VerifyCPUMask)
 	}
 	if can.Window {
 		n.Window, n.Anchors = d.Window, d.Anchors
 	}
-	if can.Threads && d.Threads != 0 {
-		n.Threads = d.Threads
+	if can.Threads {
+		n.Threads = keep(n.Threads, d.Threads)
 	}
 	if can.KVType && d.KVType != abi.KVUnknown {
 		n.KVType = d.KVType
@@ -60,4 +68,13 @@ func Apply(cur, d abi.Decision, can Abilities) abi.Decision {
 		}
 	}
 	return n
+}
+
+// keep is v, or cur when v is 0 ("leave as is").
+func keep[T comparable](cur, v T) T {
+	var zero T
+	if v == zero {
+		return cur
+	}
+	return v
 }

@@ -38,4 +38,15 @@ func TestApply(t *testing.T) {
 	if got := Apply(cur, d, Abilities{Threads: true}); got.Threads != 2 || got.KVType != abi.KVF16 {
 		t.Fatalf("threads only: threads %d kv %v", got.Threads, got.KVType)
 	}
+
+	// 1.1: the draft fields go with speculation, 0 leaving them as is.
+	cur.SpecPMin, cur.DraftThreads, cur.DraftCPUMask, cur.VerifyCPUMask = 0.5, 1, 0b01, 0b10
+	d.SpecPMin, d.DraftThreads, d.DraftCPUMask, d.VerifyCPUMask = 0.25, 0, 0b11, 0b11
+	got = Apply(cur, d, Abilities{SpecK: true})
+	if got.SpecPMin != 0.25 || got.DraftThreads != 1 || got.DraftCPUMask != 0b11 || got.VerifyCPUMask != 0b10 {
+		t.Fatalf("speculation only: %+v", got)
+	}
+	if got = Apply(cur, d, Abilities{CPUMask: true}); got.SpecPMin != 0.5 || got.VerifyCPUMask != 0b11 {
+		t.Fatalf("CPU mask only: %+v", got)
+	}
 }

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/edgellm/edgellm/internal/runargs"
+)
+
+// TestRunArgs: every argv internal/runargs builds for a child `edgellm run`
+// (internal/scenario) parses with run's own flag set into the options it
+// means, so the builder and run's flags cannot drift apart.
+func TestRunArgs(t *testing.T) {
+	r := runargs.Run{Tiers: []string{"a.gguf", "b.gguf"}, NoMmap: true, StatsJSON: "s.jsonl", LogitsOut: "l.bin",
+		Policy: "p.wasm", PolicyInsecure: true, N: 40, Temp: 0, Threads: 2, Ctx: 256, Prompt: "Once upon",
+		Sensors: "live+trace:t.jsonl", SensorInterval: 20 * time.Millisecond, TraceStepMs: 1}
+	argv := r.Argv()
+	cmd, rest := lookup(argv)
+	if cmd == nil || cmd.Name != "run" {
+		t.Fatalf("%v: not the run command", argv)
+	}
+	fs := newFlagSet(cmd)
+	if err := fs.Parse(rest); err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	if len(fs.Args()) != 0 {
+		t.Fatalf("%v: arguments left over: %v", argv, fs.Args())
+	}
+	s, err := LoadSettings(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o runOptions
+	if err := s.Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	got := runargs.Run{Tiers: o.Tiers, NoMmap: o.NoMmap, StatsJSON: o.StatsJSON, LogitsOut: o.LogitsOut,
+		Policy: o.Policy, PolicyInsecure: o.PolicyInsecure, N: o.NPredict, Temp: o.Temp, Threads: o.Threads, Ctx: o.Ctx,
+		Prompt: o.Prompt, Sensors: o.Sensors, SensorInterval: o.SensorInterval, TraceStepMs: o.TraceStepMs}
+	if !reflect.DeepEqual(got, r) {
+		t.Fatalf("%v parses as\n%+v\nwant\n%+v", argv, got, r)
+	}
+}
