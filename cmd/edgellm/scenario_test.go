@@ -27,6 +27,9 @@ import (
 const scenarioEngineEnv = "EDGELLMTEST_SCENARIO_ENGINE"
 
 func init() {
+	if code, exit := childMode(); exit { // hogs the runner starts, as main does
+		os.Exit(code)
+	}
 	if os.Getenv(scenarioEngineEnv) == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}

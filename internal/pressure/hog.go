@@ -16,17 +16,24 @@ import (
 	"time"
 )
 
-// The hog is this same executable re-executed with hogEnv set: the package's
-// init runs the hog instead of the program (see RATIONALE.md).
+// The hog is this same executable re-executed with hogEnv set: its main
+// (or TestMain) dispatches HogMode, which runs the hog instead of the
+// program (see RATIONALE.md).
 const (
 	hogEnv     = "EDGELLM_PRESSURE_HOG_MB"
 	hogHoldEnv = "EDGELLM_PRESSURE_HOG_HOLD_MS"
 )
 
-func init() {
-	if v, ok := os.LookupEnv(hogEnv); ok {
-		os.Exit(hogMain(v, os.Getenv(hogHoldEnv), os.Stdin, os.Stdout))
+// HogMode runs this process as a memory hog when StartHog started it as one
+// (hogEnv is set) and returns its exit code and true; otherwise it returns
+// false at once. A program that starts hogs dispatches it first thing in
+// main (cmd/edgellm's main.go), a test binary in TestMain.
+func HogMode() (code int, ok bool) {
+	v, ok := os.LookupEnv(hogEnv)
+	if !ok {
+		return 0, false
 	}
+	return hogMain(v, os.Getenv(hogHoldEnv), os.Stdin, os.Stdout), true
 }
 
 // hogMain is the hog process: wait for "go" on stdin (the parent has put it

@@ -19,9 +19,13 @@ import (
 
 const runnerEnv = "EDGELLM_PRESSURE_TEST_RUNNER"
 
-// TestMain lets the test binary act as a scenario runner (a child the tests
-// interrupt or kill to check cleanup).
+// TestMain lets the test binary act as a hog (StartHog re-executes it) and
+// as a scenario runner (a child the tests interrupt or kill to check
+// cleanup).
 func TestMain(m *testing.M) {
+	if code, ok := HogMode(); ok {
+		os.Exit(code)
+	}
 	if os.Getenv(runnerEnv) == "1" {
 		os.Exit(runnerMain())
 	}

@@ -14,16 +14,16 @@ import (
 // it in after it started races with its first allocations).
 const enterEnv = "EDGELLM_SCENARIO_CGROUP_PROCS"
 
-func init() {
+// EnterMode moves this process into the cgroups the runner asked an engine
+// it started to enter (enterEnv is set), and does nothing otherwise. The
+// engine's main calls it before anything else runs (cmd/edgellm's main.go).
+func EnterMode() error {
 	v, ok := os.LookupEnv(enterEnv)
 	if !ok {
-		return
+		return nil
 	}
 	os.Unsetenv(enterEnv) // not for the engine's own children
-	if err := enterCgroups(v); err != nil {
-		fmt.Fprintf(os.Stderr, "edgellm: %v\n", err)
-		os.Exit(1)
-	}
+	return enterCgroups(v)
 }
 
 // enterCgroups moves this process (all its threads) into the cgroups whose
