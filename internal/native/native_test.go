@@ -139,3 +139,11 @@ func TestBatchEqualsSequential(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// att maps a test's flash flag to the session setting.
+func att(flash bool) engine.Attention {
+	if flash {
+		return engine.AttentionFlash
+	}
+	return engine.AttentionClassic
+}
