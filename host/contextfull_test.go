@@ -4,43 +4,34 @@ import (
 	"context"
 	"errors"
 	"testing"
-
-	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
 // TestErrContextFull: both engines report a context overrun as the one
 // ErrContextFull, through Generate, whether the prompt or the generation
 // overruns it.
 func TestErrContextFull(t *testing.T) {
-	for _, engine := range []string{"native", "llamacpp"} {
-		t.Run(engine, func(t *testing.T) {
-			eng, err := Load(sharedtest.Stories260K(t), LoadOptions{Engine: engine})
+	forEachEngine(t, func(t *testing.T, eng Engine) {
+		const nCtx = 256 // llama.cpp pads a context to a multiple of 256
+		greedy := SamplingParams{TopP: 1, RepeatPenalty: 1}
+		for _, tc := range []struct {
+			name    string
+			prompt  int
+			predict int
+		}{{"prompt", nCtx + 1, 1}, {"generation", 8, nCtx}} {
+			sess, err := eng.NewSession(SessionConfig{NCtx: nCtx, Threads: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer eng.Close()
-			const nCtx = 256 // llama.cpp pads a context to a multiple of 256
-			greedy := SamplingParams{TopP: 1, RepeatPenalty: 1}
-			for _, tc := range []struct {
-				name    string
-				prompt  int
-				predict int
-			}{{"prompt", nCtx + 1, 1}, {"generation", 8, nCtx}} {
-				sess, err := eng.NewSession(SessionConfig{NCtx: nCtx, Threads: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				prompt := make([]int32, tc.prompt)
-				for i := range prompt {
-					prompt[i] = int32(1 + i)
-				}
-				_, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
-					GenerateOptions{NPredict: tc.predict, Sampling: greedy}, func(int32) error { return nil })
-				sess.Close()
-				if !errors.Is(err, ErrContextFull) {
-					t.Errorf("%s overruns the context: err = %v, want ErrContextFull", tc.name, err)
-				}
+			prompt := make([]int32, tc.prompt)
+			for i := range prompt {
+				prompt[i] = int32(1 + i)
 			}
-		})
-	}
+			_, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
+				GenerateOptions{NPredict: tc.predict, Sampling: greedy}, func(int32) error { return nil })
+			sess.Close()
+			if !errors.Is(err, ErrContextFull) {
+				t.Errorf("%s overruns the context: err = %v, want ErrContextFull", tc.name, err)
+			}
+		}
+	})
 }

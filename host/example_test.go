@@ -17,6 +17,12 @@ import (
 // repository, or $EDGELLM_SHARED/models).
 func model(name string) string { return filepath.Join(sharedtest.Dir(), "models", name) }
 
+// ladder is a tier ladder of stories260K: Q8_0, then Q4_0.
+func ladder() []string {
+	d := filepath.Join(sharedtest.Dir(), "models", "derived")
+	return []string{filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), filepath.Join(d, "stories260K-ff192-Q4_0.gguf")}
+}
+
 // text detokenizes generated tokens.
 func text(v host.Vocab, toks []int32) string {
 	var b, p []byte
@@ -62,9 +68,7 @@ func ExampleGenerate() {
 // (here a fixed one that asks for tier 1) chooses the tier between steps, and
 // the host migrates the KV cache.
 func ExampleAttachPolicy() {
-	d := filepath.Join(sharedtest.Dir(), "models", "derived")
-	eng, err := host.Load("", host.LoadOptions{Tiers: []string{
-		filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), filepath.Join(d, "stories260K-ff192-Q4_0.gguf")}})
+	eng, err := host.Load("", host.LoadOptions{Tiers: ladder()})
 	if err != nil {
 		panic(err)
 	}
@@ -108,9 +112,7 @@ func ExampleAttachPolicy() {
 // Swap tiers by hand: the session moves to the lower-precision tier after
 // 10 tokens, carrying its KV cache over.
 func ExampleTierSwapper() {
-	d := filepath.Join(sharedtest.Dir(), "models", "derived")
-	eng, err := host.Load("", host.LoadOptions{Tiers: []string{
-		filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), filepath.Join(d, "stories260K-ff192-Q4_0.gguf")}})
+	eng, err := host.Load("", host.LoadOptions{Tiers: ladder()})
 	if err != nil {
 		panic(err)
 	}

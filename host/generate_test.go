@@ -13,6 +13,50 @@ import (
 // (plus clock granularity), and a prefill and 30 decode steps of real work
 // use some.
 func TestGenerateCPUTime(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng Engine) {
+		sess, err := eng.NewSession(SessionConfig{NCtx: 128, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		prompt := make([]int32, 32)
+		for i := range prompt {
+			prompt[i] = int32(1 + i*7%500)
+		}
+		st, err := Generate(context.Background(), sess, eng.Vocab(), prompt,
+			GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true}, func(int32) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		const slack = 2 * time.Millisecond // clock granularity and skew over ~30 readings
+		t.Logf("prefill wall %v cpu %v; decode (%d steps) wall %v cpu %v", st.Prefill, st.PrefillCPU, st.DecodeTokens, st.Decode, st.DecodeCPU)
+		if st.PrefillCPU <= 0 || st.DecodeCPU <= 0 {
+			t.Fatalf("no CPU time measured: %+v", st)
+		}
+		if st.PrefillCPU > st.Prefill+slack || st.DecodeCPU > st.Decode+slack {
+			t.Fatalf("CPU time above wall time with one thread: %+v", st)
+		}
+		// The two clocks differ by microseconds per step (CPU time can
+		// read slightly above wall time on a quiet machine); the rates
+		// must still agree within the slack.
+		if r := st.DecodeCPUTPS() / st.DecodeTPS(); r < 0.9 {
+			t.Fatalf("CPU-time rate %.0f far below wall rate %.0f", st.DecodeCPUTPS(), st.DecodeTPS())
+		}
+		// Without MeasureCPU no thread CPU time is read (no system calls
+		// per step).
+		st, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
+			GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}, func(int32) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.PrefillCPU != 0 || st.DecodeCPU != 0 || st.DecodeTokens == 0 {
+			t.Fatalf("CPU time measured without MeasureCPU: %+v", st)
+		}
+	})
+}
+
+// forEachEngine runs f on stories260K loaded on each engine.
+func forEachEngine(t *testing.T, f func(t *testing.T, eng Engine)) {
 	for _, engine := range []string{"native", "llamacpp"} {
 		t.Run(engine, func(t *testing.T) {
 			eng, err := Load(sharedtest.Stories260K(t), LoadOptions{Engine: engine})
@@ -20,44 +64,7 @@ func TestGenerateCPUTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer eng.Close()
-			sess, err := eng.NewSession(SessionConfig{NCtx: 128, Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sess.Close()
-			prompt := make([]int32, 32)
-			for i := range prompt {
-				prompt[i] = int32(1 + i*7%500)
-			}
-			st, err := Generate(context.Background(), sess, eng.Vocab(), prompt,
-				GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true}, func(int32) error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			const slack = 2 * time.Millisecond // clock granularity and skew over ~30 readings
-			t.Logf("prefill wall %v cpu %v; decode (%d steps) wall %v cpu %v", st.Prefill, st.PrefillCPU, st.DecodeTokens, st.Decode, st.DecodeCPU)
-			if st.PrefillCPU <= 0 || st.DecodeCPU <= 0 {
-				t.Fatalf("no CPU time measured: %+v", st)
-			}
-			if st.PrefillCPU > st.Prefill+slack || st.DecodeCPU > st.Decode+slack {
-				t.Fatalf("CPU time above wall time with one thread: %+v", st)
-			}
-			// The two clocks differ by microseconds per step (CPU time can
-			// read slightly above wall time on a quiet machine); the rates
-			// must still agree within the slack.
-			if r := st.DecodeCPUTPS() / st.DecodeTPS(); r < 0.9 {
-				t.Fatalf("CPU-time rate %.0f far below wall rate %.0f", st.DecodeCPUTPS(), st.DecodeTPS())
-			}
-			// Without MeasureCPU no thread CPU time is read (no system calls
-			// per step).
-			st, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
-				GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}, func(int32) error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.PrefillCPU != 0 || st.DecodeCPU != 0 || st.DecodeTokens == 0 {
-				t.Fatalf("CPU time measured without MeasureCPU: %+v", st)
-			}
+			f(t, eng)
 		})
 	}
 }
