@@ -1,20 +1,16 @@
 package policy
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/policy/internal/guestbuild"
 )
 
 // fixture is the path of a committed WAT fixture's .wasm.
@@ -81,58 +77,17 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-var (
-	guestMu    sync.Mutex
-	guestBuilt = map[string]string{}
-)
-
 // goGuest builds testdata/goguest (the rule of sensor.wat, in Go) to Wasm.
 func goGuest(t testing.TB) string { return buildGuest(t, filepath.Join("testdata", "goguest")) }
 
 // defaultPolicy builds policies/default when it exists, else testdata/goguest.
-func defaultPolicy(t testing.TB) string {
-	dir := filepath.Join("..", "..", "policies", "default")
-	if _, err := os.Stat(filepath.Join(dir, "main.go")); err != nil {
-		dir = filepath.Join("testdata", "goguest")
-	}
-	return buildGuest(t, dir)
-}
+func defaultPolicy(t testing.TB) string { return guestbuild.Default(t, ".") }
 
-// buildGuest compiles the Go package main in dir to a WASI reactor once per
-// test binary (Go's build cache makes it fast after the first time).
-func buildGuest(t testing.TB, dir string) string {
-	t.Helper()
-	guestMu.Lock()
-	defer guestMu.Unlock()
-	if p, ok := guestBuilt[dir]; ok {
-		return p
-	}
-	out, err := os.MkdirTemp("", "edgellm-guest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wasm := filepath.Join(out, "policy.wasm")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", wasm, ".")
-	cmd.Dir = dir
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOOS=") && !strings.HasPrefix(kv, "GOARCH=") && !strings.HasPrefix(kv, "CGO_ENABLED=") && !strings.HasPrefix(kv, "GOFLAGS=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-	var outb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &outb, &outb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building %s to wasm: %v: %s", dir, err, outb.String())
-	}
-	guestBuilt[dir] = wasm
-	return wasm
-}
+// buildGuest compiles the Go package main in dir to a WASI reactor.
+func buildGuest(t testing.TB, dir string) string { return guestbuild.Build(t, dir) }
+
+// policyModules are every committed fixture plus the Go guests.
+func policyModules(t testing.TB) map[string]string { return guestbuild.Modules(t, ".") }
 
 func copyFile(t testing.TB, src, dst string) {
 	t.Helper()

@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/policy/internal/instrument"
 )
 
 // wasiModule is the only import module a policy may use.
@@ -31,7 +32,7 @@ type module struct {
 	// stop global; else compiled as is (no deadline, or the fallback
 	// runtime with wazero's own termination checks).
 	instrumented bool
-	hasStart     bool // instrumented, and the start section became startExport
+	hasStart     bool // instrumented, and the start section became instrument.StartExport
 	path         string
 	name         string // manifest name, or the file name of a loose module
 	revision     int64  // 0 for a loose module
@@ -94,15 +95,15 @@ func (r *Runtime) compile(ctx context.Context, path string, wasm []byte) (*modul
 	if r.cfg.deadline == 0 {
 		cm, err = r.wr.CompileModule(ctx, wasm)
 	} else {
-		var ins *instrumented
-		if ins, err = instrument(wasm); r.cfg.noInstrument {
-			err = fmt.Errorf("%w: disabled by the configuration", errNotInstrumentable)
+		var ins *instrument.Module
+		if ins, err = instrument.Rewrite(wasm); r.cfg.noInstrument {
+			err = fmt.Errorf("%w: disabled by the configuration", instrument.ErrNotInstrumentable)
 		}
 		if err == nil {
-			if cm, err = r.wr.CompileModule(ctx, ins.wasm); err == nil {
-				m.instrumented, m.hasStart = true, ins.hasStart
+			if cm, err = r.wr.CompileModule(ctx, ins.Wasm); err == nil {
+				m.instrumented, m.hasStart = true, ins.HasStart
 			} else {
-				err = fmt.Errorf("%w: the instrumented module does not compile: %v", errNotInstrumentable, err)
+				err = fmt.Errorf("%w: the instrumented module does not compile: %v", instrument.ErrNotInstrumentable, err)
 			}
 		}
 		if err != nil {
@@ -204,9 +205,9 @@ func (r *Runtime) instantiate(ctx context.Context, m *module) (*instance, error)
 	// module, through ictx (wazero's checks) otherwise.
 	guard := &initGuard{ctx: ictx}
 	if m.instrumented {
-		g, ok := mod.ExportedGlobal(stopExport).(api.MutableGlobal)
+		g, ok := mod.ExportedGlobal(instrument.StopExport).(api.MutableGlobal)
 		if !ok {
-			return fail(ErrModule, "instrumented module lacks its %s global", stopExport)
+			return fail(ErrModule, "instrumented module lacks its %s global", instrument.StopExport)
 		}
 		in.stop = g
 		guard.arm(g, r.cfg.initTimeout)
@@ -215,9 +216,9 @@ func (r *Runtime) instantiate(ctx context.Context, m *module) (*instance, error)
 		return fail(ErrInstantiate, "%s did not return within %v", what, r.cfg.initTimeout)
 	}
 	for _, c := range []struct{ export, what string }{
-		{startExport, "start function"}, {abi.ExportInitialize, abi.ExportInitialize},
+		{instrument.StartExport, "start function"}, {abi.ExportInitialize, abi.ExportInitialize},
 	} {
-		if c.export == startExport && !m.hasStart {
+		if c.export == instrument.StartExport && !m.hasStart {
 			continue
 		}
 		if f := mod.ExportedFunction(c.export); f != nil {

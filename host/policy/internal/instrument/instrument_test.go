@@ -1,4 +1,4 @@
-package policy
+package instrument
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/edgellm/edgellm/host/policy/internal/guestbuild"
 )
 
 // chk marks where instrument must insert a check in a test body.
@@ -97,11 +99,11 @@ func TestInstrumentImmediates(t *testing.T) {
 			if err := compiles(t, orig); err != nil {
 				t.Fatalf("test module does not compile: %v", err)
 			}
-			ins, err := instrument(orig)
+			ins, err := Rewrite(orig)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := compiles(t, ins.wasm); err != nil {
+			if err := compiles(t, ins.Wasm); err != nil {
 				t.Fatalf("instrumented module does not compile: %v", err)
 			}
 			check := checkCode(0) // the stop global is global 0
@@ -115,7 +117,7 @@ func TestInstrumentImmediates(t *testing.T) {
 			if wantBody[0] != 0x03 {
 				wantBody = cat(check, wantBody)
 			}
-			bodies := codeBodies(t, ins.wasm)
+			bodies := codeBodies(t, ins.Wasm)
 			if got := bodies[0][1 : len(bodies[0])-1]; !bytes.Equal(got, wantBody) {
 				t.Fatalf("instrumented body\n got % x\nwant % x", got, wantBody)
 			}
@@ -143,15 +145,15 @@ func TestInstrumentRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wasm := tc.wasm
 			if wasm == nil {
-				raw, err := os.ReadFile(fixture(t, "loop_reserved"))
+				raw, err := os.ReadFile(filepath.Join(policyDir, "testdata", "loop_reserved.wasm"))
 				if err != nil {
 					t.Fatal(err)
 				}
 				wasm = raw
 			}
-			_, err := instrument(wasm)
-			if !errors.Is(err, errNotInstrumentable) || !strings.Contains(err.Error(), tc.why) {
-				t.Fatalf("err = %v; want errNotInstrumentable mentioning %q", err, tc.why)
+			_, err := Rewrite(wasm)
+			if !errors.Is(err, ErrNotInstrumentable) || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("err = %v; want ErrNotInstrumentable mentioning %q", err, tc.why)
 			}
 		})
 	}
@@ -173,75 +175,62 @@ func TestInstrumentSections(t *testing.T) {
 	if err := compiles(t, m); err != nil {
 		t.Fatal(err)
 	}
-	ins, err := instrument(m)
+	ins, err := Rewrite(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ins.hasStart || ins.checks != 1 {
-		t.Fatalf("hasStart %v checks %d; want true, 1", ins.hasStart, ins.checks)
+	if !ins.HasStart || ins.Checks != 1 {
+		t.Fatalf("hasStart %v checks %d; want true, 1", ins.HasStart, ins.Checks)
 	}
-	if err := compiles(t, ins.wasm); err != nil {
+	if err := compiles(t, ins.Wasm); err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(ins.wasm, []byte{secStart, 1, 0}) {
+	if bytes.Contains(ins.Wasm, []byte{secStart, 1, 0}) {
 		t.Error("start section kept")
 	}
-	if !bytes.Contains(ins.wasm, checkCode(2)) {
-		t.Errorf("no check reading global 2 in % x", ins.wasm)
+	if !bytes.Contains(ins.Wasm, checkCode(2)) {
+		t.Errorf("no check reading global 2 in % x", ins.Wasm)
 	}
-	cm, err := compileRT.CompileModule(context.Background(), ins.wasm)
+	cm, err := compileRT.CompileModule(context.Background(), ins.Wasm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cm.Close(context.Background())
-	if _, ok := cm.ExportedFunctions()[startExport]; !ok {
-		t.Errorf("exports %v: no %s", cm.ExportedFunctions(), startExport)
+	if _, ok := cm.ExportedFunctions()[StartExport]; !ok {
+		t.Errorf("exports %v: no %s", cm.ExportedFunctions(), StartExport)
 	}
 }
 
-// policyModules are every committed fixture plus the Go guests.
-func policyModules(t testing.TB) map[string]string {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "*.wasm"))
-	mods := map[string]string{}
-	for _, p := range paths {
-		mods[filepath.Base(p)] = p
-	}
-	mods["goguest"] = goGuest(t)
-	mods["default"] = defaultPolicy(t)
-	static := filepath.Join("..", "..", "policies", "static", "main.go")
-	if _, err := os.Stat(static); err == nil {
-		mods["static"] = buildGuest(t, filepath.Dir(static))
-	}
-	return mods
-}
+// policyDir is host/policy, whose fixtures and guests are instrumented here.
+var policyDir = filepath.Join("..", "..")
 
 // Every fixture and policy is instrumented, compiles, and gives back the
 // original bodies when the checks are removed.
 func TestInstrumentRoundTrip(t *testing.T) {
-	for name, path := range policyModules(t) {
+	for name, path := range guestbuild.Modules(t, policyDir) {
 		t.Run(name, func(t *testing.T) {
 			wasm, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ins, err := instrument(wasm)
+			ins, err := Rewrite(wasm)
 			if name == "loop_reserved.wasm" {
-				if !errors.Is(err, errNotInstrumentable) {
-					t.Fatalf("err = %v, want errNotInstrumentable", err)
+				if !errors.Is(err, ErrNotInstrumentable) {
+					t.Fatalf("err = %v, want ErrNotInstrumentable", err)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := compiles(t, ins.wasm); err != nil {
+			if err := compiles(t, ins.Wasm); err != nil {
 				t.Fatalf("instrumented module does not compile: %v", err)
 			}
-			orig, got := codeBodies(t, wasm), codeBodies(t, ins.wasm)
+			orig, got := codeBodies(t, wasm), codeBodies(t, ins.Wasm)
 			if len(orig) != len(got) {
 				t.Fatalf("%d bodies, want %d", len(got), len(orig))
 			}
-			check := checkCode(stopIndex(t, ins.wasm))
+			check := checkCode(stopIndex(t, ins.Wasm))
 			removed := 0
 			for i := range orig {
 				stripped, n := stripChecks(t, got[i], check)
@@ -250,10 +239,10 @@ func TestInstrumentRoundTrip(t *testing.T) {
 					t.Fatalf("body %d differs after removing the checks", i)
 				}
 			}
-			if removed != ins.checks || ins.checks == 0 {
-				t.Fatalf("removed %d checks, instrument reported %d", removed, ins.checks)
+			if removed != ins.Checks || ins.Checks == 0 {
+				t.Fatalf("removed %d checks, instrument reported %d", removed, ins.Checks)
 			}
-			t.Logf("%d bytes -> %d, %d functions, %d checks", len(wasm), len(ins.wasm), len(orig), ins.checks)
+			t.Logf("%d bytes -> %d, %d functions, %d checks", len(wasm), len(ins.Wasm), len(orig), ins.Checks)
 		})
 	}
 }
@@ -286,11 +275,11 @@ func codeBodies(t testing.TB, wasm []byte) [][]byte {
 // stopIndex finds the index of the exported stop global.
 func stopIndex(t testing.TB, wasm []byte) uint32 {
 	t.Helper()
-	i := bytes.Index(wasm, []byte(stopExport+"\x03"))
+	i := bytes.Index(wasm, []byte(StopExport+"\x03"))
 	if i < 0 {
 		t.Fatal("no stop global export")
 	}
-	r := reader{b: wasm, pos: i + len(stopExport) + 1}
+	r := reader{b: wasm, pos: i + len(StopExport) + 1}
 	return r.u32()
 }
 
@@ -331,7 +320,7 @@ func stripChecks(t testing.TB, body, check []byte) ([]byte, int) {
 // FuzzInstrument: instrument never panics, and a module wazero accepts is
 // either refused or instrumented into a module wazero accepts.
 func FuzzInstrument(f *testing.F) {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "*.wasm"))
+	paths, _ := filepath.Glob(filepath.Join(policyDir, "testdata", "*.wasm"))
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -342,15 +331,15 @@ func FuzzInstrument(f *testing.F) {
 }
 
 func fuzzOne(t *testing.T, wasm []byte) {
-	ins, err := instrument(wasm)
+	ins, err := Rewrite(wasm)
 	if err != nil {
-		if !errors.Is(err, errNotInstrumentable) {
-			t.Fatalf("error %v does not wrap errNotInstrumentable", err)
+		if !errors.Is(err, ErrNotInstrumentable) {
+			t.Fatalf("error %v does not wrap ErrNotInstrumentable", err)
 		}
 		return
 	}
 	if compiles(t, wasm) == nil {
-		if err := compiles(t, ins.wasm); err != nil {
+		if err := compiles(t, ins.Wasm); err != nil {
 			t.Fatalf("original compiles, instrumented does not: %v", err)
 		}
 	}
@@ -359,7 +348,7 @@ func fuzzOne(t *testing.T, wasm []byte) {
 // Random mutations of the fixtures in the normal test run (the fuzz target
 // only replays its seeds without -fuzz).
 func TestInstrumentMutations(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "*.wasm"))
+	paths, _ := filepath.Glob(filepath.Join(policyDir, "testdata", "*.wasm"))
 	rng := rand.New(rand.NewPCG(1, 2))
 	accepted := 0
 	for i := 0; i < 3000; i++ {
@@ -380,7 +369,7 @@ func TestInstrumentMutations(t *testing.T) {
 			}
 		}
 		fuzzOne(t, b)
-		if _, err := instrument(b); err == nil && compiles(t, b) == nil {
+		if _, err := Rewrite(b); err == nil && compiles(t, b) == nil {
 			accepted++
 		}
 	}

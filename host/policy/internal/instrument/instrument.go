@@ -1,4 +1,8 @@
-package policy
+// Package instrument is the Wasm binary rewriter behind the policy
+// runtime's cheap deadline: it adds a stop flag the host can set and a check
+// of it at every loop head and function entry, so a guest can be stopped
+// without wazero's per-call goroutine (host/policy/RATIONALE.md).
+package instrument
 
 import (
 	"errors"
@@ -6,26 +10,26 @@ import (
 	"strings"
 )
 
-// Reserved export names added by instrument. A module that already exports
+// Reserved export names added by Rewrite. A module that already exports
 // one of them is not instrumented (it runs on the fallback runtime).
 const (
-	stopExport  = "__edgellm_stop"  // i32 mutable global: 1 = stop at the next check
-	startExport = "__edgellm_start" // the module's start function, called by the host
+	StopExport  = "__edgellm_stop"  // i32 mutable global: 1 = stop at the next check
+	StartExport = "__edgellm_start" // the module's start function, called by the host
 )
 
-// errNotInstrumentable wraps every reason instrument gives up; the module is
+// ErrNotInstrumentable wraps every reason Rewrite gives up; the module is
 // then run on the fallback runtime (wazero's own termination checks).
-var errNotInstrumentable = errors.New("cannot instrument")
+var ErrNotInstrumentable = errors.New("cannot instrument")
 
 func notInstrumentable(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errNotInstrumentable, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrNotInstrumentable, fmt.Sprintf(format, args...))
 }
 
-// instrumented is the result of instrument.
-type instrumented struct {
-	wasm     []byte
-	hasStart bool // the start section became the export startExport
-	checks   int  // termination checks inserted
+// Module is the result of Rewrite.
+type Module struct {
+	Wasm     []byte
+	HasStart bool // the start section became the export StartExport
+	Checks   int  // termination checks inserted
 }
 
 // Section ids and their canonical order (the data count section, 12, sits
@@ -45,12 +49,12 @@ const (
 
 var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 12: 10, 10: 11, 11: 12}
 
-// instrument rewrites a module so that the host can stop it without
+// Rewrite rewrites a module so that the host can stop it without
 // wazero's per-call goroutine. It appends two mutable i32 globals, $stop
-// (exported as stopExport) and $tick, and inserts checkCode at the head of
+// (exported as StopExport) and $tick, and inserts checkCode at the head of
 // every loop (so it runs at every back-edge) and at the entry of every
 // function (so that call trees without loops are stopped too). A start
-// section becomes the export startExport, which the host calls under its
+// section becomes the export StartExport, which the host calls under its
 // own deadline. No existing index changes: the globals come last, and only
 // code bodies and the global, export and start sections are rewritten.
 //
@@ -59,8 +63,8 @@ var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9
 // memory, reference types, multi-value, SIMD) and reads immediates the way
 // wazero does. Anything else (threads, tail calls, exception handling, an
 // unknown opcode, a malformed body, no memory) returns an error wrapping
-// errNotInstrumentable.
-func instrument(wasm []byte) (*instrumented, error) {
+// ErrNotInstrumentable.
+func Rewrite(wasm []byte) (*Module, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
 		return nil, notInstrumentable("not a version 1 Wasm binary")
 	}
@@ -158,7 +162,7 @@ func instrument(wasm []byte) (*instrumented, error) {
 			from := sr.pos
 			for i := uint32(0); i < nExports && sr.err == nil; i++ {
 				name := sr.name()
-				if name == stopExport || name == startExport {
+				if name == StopExport || name == StartExport {
 					return nil, notInstrumentable("the module already exports the reserved name %q", name)
 				}
 				sr.byte()
@@ -192,7 +196,7 @@ func instrument(wasm []byte) (*instrumented, error) {
 	}
 	check := checkCode(stopIdx)
 
-	out := &instrumented{hasStart: startFunc >= 0}
+	out := &Module{HasStart: startFunc >= 0}
 	if startFunc >= 0 {
 		var t uint32
 		switch {
@@ -215,11 +219,11 @@ func instrument(wasm []byte) (*instrumented, error) {
 	global = append(global, 0x7f, 0x01, 0x41, 0x00, 0x0b) // $tick: mut i32 (i32.const 0)
 	export := appendU32(nil, nExports+1+boolU32(startFunc >= 0))
 	export = append(export, exports...)
-	export = appendName(export, stopExport)
+	export = appendName(export, StopExport)
 	export = append(export, 0x03)
 	export = appendU32(export, stopIdx)
 	if startFunc >= 0 {
-		export = appendName(export, startExport)
+		export = appendName(export, StartExport)
 		export = append(export, 0x00)
 		export = appendU32(export, uint32(startFunc))
 	}
@@ -254,20 +258,20 @@ func instrument(wasm []byte) (*instrumented, error) {
 		flush(sectionRank[s.id])
 		switch s.id {
 		case secStart:
-			// Removed: the host calls startExport after instantiation.
+			// Removed: the host calls StartExport after instantiation.
 		case secCode:
 			code, n, err := instrumentCode(s.payload, check)
 			if err != nil {
 				return nil, err
 			}
-			out.checks = n
+			out.Checks = n
 			res = appendSection(res, secCode, code)
 		default:
 			res = append(res, s.raw...)
 		}
 	}
 	flush(1 << 30)
-	out.wasm = res
+	out.Wasm = res
 	return out, nil
 }
 
