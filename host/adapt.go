@@ -18,10 +18,10 @@ import (
 // policy asks for another cadence (Decision.CadenceSteps).
 const DefaultCadence = 16
 
-// DefaultMinInterval is the shortest time between policy calls. Device
+// defaultMinInterval is the shortest time between policy calls. Device
 // readings move on a scale of 100 ms; on a tiny fast model 16 steps can be
 // 3 ms, and asking the policy 300 times a second buys nothing.
-const DefaultMinInterval = 50 * time.Millisecond
+const defaultMinInterval = 50 * time.Millisecond
 
 // ThreadSetter is implemented by sessions whose thread count can change
 // between steps.
@@ -61,7 +61,7 @@ type Adapter struct {
 	lastTok time.Time
 	ewma    float32
 	// minInterval is the shortest time between policy calls
-	// (DefaultMinInterval; 0 for trace replays: calls at every cadence step).
+	// (defaultMinInterval; 0 for trace replays: calls at every cadence step).
 	minInterval time.Duration
 	lastCall    time.Time
 
@@ -108,8 +108,8 @@ func policyLimits(eng Engine, nCtx int) policy.Limits {
 // (NCtx resolved). The runtime must have been built with
 // policyLimits(eng, cfg.NCtx) and have a module loaded.
 func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, cfg SessionConfig, changes io.Writer) *Adapter {
-	a := &Adapter{rt: rt, src: src, eng: eng, sess: sess, log: changes, start: time.Now(), minInterval: DefaultMinInterval}
-	if _, ok := src.(*TraceSensors); ok {
+	a := &Adapter{rt: rt, src: src, eng: eng, sess: sess, log: changes, start: time.Now(), minInterval: defaultMinInterval}
+	if _, ok := src.(*traceSensors); ok {
 		// A trace's clock is the step count, not the wall clock: the step
 		// cadence alone paces the policy, so replays are reproducible.
 		a.minInterval = 0

@@ -25,7 +25,7 @@ func buildPolicyWasm(tb testing.TB, name string) string {
 
 // overheadRun generates n greedy tokens, with the default policy at the
 // default cadence when withPolicy, and returns decode time and policy time.
-func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *LiveSensors, n int) (decode, inPolicy time.Duration) {
+func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *liveSensors, n int) (decode, inPolicy time.Duration) {
 	tb.Helper()
 	sess, err := eng.NewSession(SessionConfig{NCtx: n + 8, Threads: 1})
 	if err != nil {
@@ -79,7 +79,7 @@ func measureOverhead(tb testing.TB, model string, n, reps int) (ratio, share flo
 	if err := rt.LoadFile(context.Background(), buildPolicyWasm(tb, "default")); err != nil {
 		tb.Fatal(err)
 	}
-	live, err := NewLiveSensors(100*time.Millisecond, nil)
+	live, err := newLiveSensors(100*time.Millisecond, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

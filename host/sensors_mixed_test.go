@@ -9,22 +9,22 @@ import (
 	"github.com/edgellm/edgellm/abi"
 )
 
-// MixedSensors: live readings, with the fields the trace carries (here the
+// mixedSensors: live readings, with the fields the trace carries (here the
 // thermal status) replaced by the trace's, and the live clock kept.
 func TestMixedSensors(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "t.jsonl")
 	if err := os.WriteFile(p, []byte("{\"t_ms\":0,\"thermal_status\":0}\n{\"t_ms\":5,\"thermal_status\":3}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := NewTraceSensors(p, 1)
+	tr, err := newTraceSensors(p, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := NewLiveSensors(time.Millisecond, nil)
+	live, err := newLiveSensors(time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &MixedSensors{Live: live, Trace: tr}
+	m := &mixedSensors{Live: live, Trace: tr}
 	defer m.Close()
 	var only abi.Sensors
 	live.Fill(0, 0, &only)

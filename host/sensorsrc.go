@@ -22,40 +22,40 @@ type SensorSource interface {
 	Close() error
 }
 
-// LiveSensors reads the real machine (/proc, /sys, cgroups) through a
+// liveSensors reads the real machine (/proc, /sys, cgroups) through a
 // sensors.Sampler, overlaid with what an embedding app pushes to Platform.
-type LiveSensors struct {
+type liveSensors struct {
 	Sampler *sensors.Sampler
 	reader  *sensors.Reader
 }
 
-// NewLiveSensors samples this machine's sensors every interval; platform may
+// newLiveSensors samples this machine's sensors every interval; platform may
 // be nil. Close it when done.
-func NewLiveSensors(interval time.Duration, platform *sensors.Platform) (*LiveSensors, error) {
+func newLiveSensors(interval time.Duration, platform *sensors.Platform) (*liveSensors, error) {
 	r, err := sensors.NewReader()
 	if err != nil {
 		return nil, err
 	}
-	return &LiveSensors{Sampler: sensors.NewSampler(r, platform, interval), reader: r}, nil
+	return &liveSensors{Sampler: sensors.NewSampler(r, platform, interval), reader: r}, nil
 }
 
-func (l *LiveSensors) Fill(_ int, _ time.Duration, dst *abi.Sensors) { l.Sampler.Fill(dst) }
-func (l *LiveSensors) Describe() string                              { return "live (this machine's /proc and /sys)" }
+func (l *liveSensors) Fill(_ int, _ time.Duration, dst *abi.Sensors) { l.Sampler.Fill(dst) }
+func (l *liveSensors) Describe() string                              { return "live (this machine's /proc and /sys)" }
 
 // Close releases the sensor files.
-func (l *LiveSensors) Close() error { return l.reader.Close() }
+func (l *liveSensors) Close() error { return l.reader.Close() }
 
-// TraceSensors replays a JSONL sensor trace: SIMULATED readings. Decode step
+// traceSensors replays a JSONL sensor trace: SIMULATED readings. Decode step
 // n sees the trace at time n × StepMs (so runs are reproducible whatever the
 // machine's speed).
-type TraceSensors struct {
+type traceSensors struct {
 	Path   string
 	StepMs int64
 	rep    *trace.Replayer
 }
 
-// NewTraceSensors reads a trace file.
-func NewTraceSensors(path string, stepMs int64) (*TraceSensors, error) {
+// newTraceSensors reads a trace file.
+func newTraceSensors(path string, stepMs int64) (*traceSensors, error) {
 	recs, err := trace.ReadFile(path, trace.ReadOptions{})
 	if err != nil {
 		return nil, err
@@ -66,41 +66,41 @@ func NewTraceSensors(path string, stepMs int64) (*TraceSensors, error) {
 	if stepMs <= 0 {
 		return nil, fmt.Errorf("trace step %d ms: must be > 0", stepMs)
 	}
-	return &TraceSensors{Path: path, StepMs: stepMs, rep: trace.NewReplayer(recs)}, nil
+	return &traceSensors{Path: path, StepMs: stepMs, rep: trace.NewReplayer(recs)}, nil
 }
 
-func (t *TraceSensors) Fill(step int, _ time.Duration, dst *abi.Sensors) {
+func (t *traceSensors) Fill(step int, _ time.Duration, dst *abi.Sensors) {
 	t.rep.Fill(int64(step)*t.StepMs, dst)
 }
 
-func (t *TraceSensors) Describe() string {
+func (t *traceSensors) Describe() string {
 	return fmt.Sprintf("trace %s, %d ms per step (SIMULATED readings)", t.Path, t.StepMs)
 }
 
 // Close does nothing: the trace was read whole.
-func (t *TraceSensors) Close() error { return nil }
+func (t *traceSensors) Close() error { return nil }
 
-// MixedSensors reads the machine live and overlays the fields a trace
+// mixedSensors reads the machine live and overlays the fields a trace
 // carries: real memory readings with a SIMULATED thermal status, say, for a
 // scenario that applies real memory pressure and emulates throttling.
-type MixedSensors struct {
-	Live  *LiveSensors
-	Trace *TraceSensors
+type mixedSensors struct {
+	Live  *liveSensors
+	Trace *traceSensors
 }
 
-func (m *MixedSensors) Fill(step int, elapsed time.Duration, dst *abi.Sensors) {
+func (m *mixedSensors) Fill(step int, elapsed time.Duration, dst *abi.Sensors) {
 	m.Live.Fill(step, elapsed, dst)
 	t := dst.TimeNS // the live clock, not the trace's step time
 	m.Trace.Fill(step, elapsed, dst)
 	dst.TimeNS = t
 }
 
-func (m *MixedSensors) Describe() string {
+func (m *mixedSensors) Describe() string {
 	return m.Live.Describe() + ", overlaid with the fields of " + m.Trace.Describe()
 }
 
 // Close releases the live sensor files.
-func (m *MixedSensors) Close() error { return m.Live.Close() }
+func (m *mixedSensors) Close() error { return m.Live.Close() }
 
 // Defaults of SensorOptions.
 const (
@@ -127,9 +127,9 @@ var ErrSensorSpec = errors.New("unknown sensor source")
 
 // NewSensorSource builds the sensor source a spec names:
 //
-//	live             this machine's /proc, /sys and cgroups (LiveSensors); "" means live
-//	trace:FILE       a JSONL sensor trace replayed step by step (TraceSensors, SIMULATED)
-//	live+trace:FILE  live readings with the fields the trace carries replaced by it (MixedSensors)
+//	live             this machine's /proc, /sys and cgroups (liveSensors); "" means live
+//	trace:FILE       a JSONL sensor trace replayed step by step (traceSensors, SIMULATED)
+//	live+trace:FILE  live readings with the fields the trace carries replaced by it (mixedSensors)
 //
 // Close the source when done.
 func NewSensorSource(spec string, o SensorOptions) (SensorSource, error) {
@@ -139,19 +139,19 @@ func NewSensorSource(spec string, o SensorOptions) (SensorSource, error) {
 	if o.TraceStepMs == 0 {
 		o.TraceStepMs = DefaultTraceStepMs
 	}
-	live := func() (*LiveSensors, error) {
+	live := func() (*liveSensors, error) {
 		if o.Interval < 0 {
 			return nil, fmt.Errorf("sensor interval %v: must be > 0", o.Interval)
 		}
-		return NewLiveSensors(o.Interval, o.Platform)
+		return newLiveSensors(o.Interval, o.Platform)
 	}
 	switch {
 	case spec == "live" || spec == "":
 		return live()
 	case strings.HasPrefix(spec, "trace:"):
-		return NewTraceSensors(strings.TrimPrefix(spec, "trace:"), o.TraceStepMs)
+		return newTraceSensors(strings.TrimPrefix(spec, "trace:"), o.TraceStepMs)
 	case strings.HasPrefix(spec, "live+trace:"):
-		t, err := NewTraceSensors(strings.TrimPrefix(spec, "live+trace:"), o.TraceStepMs)
+		t, err := newTraceSensors(strings.TrimPrefix(spec, "live+trace:"), o.TraceStepMs)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func NewSensorSource(spec string, o SensorOptions) (SensorSource, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &MixedSensors{Live: l, Trace: t}, nil
+		return &mixedSensors{Live: l, Trace: t}, nil
 	}
 	return nil, fmt.Errorf("%w %q: want live, trace:FILE or live+trace:FILE", ErrSensorSpec, spec)
 }
