@@ -18,11 +18,14 @@ func sharedCandidates() []string {
 		c = append(c, d)
 	}
 	c = append(c, filepath.Join("..", "shared"))
-	if exe, err := os.Executable(); err == nil {
+	if exe, err := executable(); err == nil {
 		c = append(c, filepath.Join(filepath.Dir(exe), "..", "..", "shared"))
 	}
 	return c
 }
+
+// executable is os.Executable; tests point it elsewhere.
+var executable = os.Executable
 
 // findShared returns the path of a file under the shared directory, or "".
 func findShared(rel string) string {

@@ -1,20 +1,27 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // With no model, no ../shared and no $EDGELLM_MODEL, run makes a small
-// synthetic model (built-in byte tokenizer) and says so.
+// synthetic model (built-in byte tokenizer) and says so. Every place the
+// shared directory is looked for is an empty temp dir, the binary's own
+// location included.
 func TestRunDefaultSyntheticModel(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t.Setenv("EDGELLM_SHARED", t.TempDir()) // an empty shared directory
 	t.Setenv("EDGELLM_MODEL", "")
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("EDGELLM_TEST_SYNTH_DEFAULT", "1")
-	if findShared(defaultModelName) != "" {
-		t.Skip("the default model is reachable from the test binary's directory")
+	exe := filepath.Join(t.TempDir(), "repo", "bin", "edgellm")
+	executable = func() (string, error) { return exe, nil }
+	t.Cleanup(func() { executable = os.Executable })
+	if p := findShared(defaultModelName); p != "" {
+		t.Fatalf("the default model is still reachable at %s", p)
 	}
 	_, errs, code := runCLI(t, "run", "-n", "8", "--threads", "1", "--temp", "0")
 	if code != 0 {

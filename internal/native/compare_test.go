@@ -35,14 +35,41 @@ func BenchmarkCompareStories260K(b *testing.B) {
 	}
 }
 
-// TestBenchCompare checks the comparison runs and yields positive rates.
+// The speed goals of the native engine against llama.cpp (issue #3 point
+// 7), as ratios native/llama.cpp of the rates over the generating thread's
+// CPU time. TestBenchCompare asserts them as stated, with no margin taken
+// off the bound; the noise of a shared machine is handled by measuring
+// (each side the best of benchReps alternating repetitions, and up to
+// benchAttempts attempts, the first that meets both goals passing).
+const (
+	decodeGoal    = 0.95
+	prefillGoal   = 0.90
+	benchReps     = 5
+	benchAttempts = 3
+)
+
+// TestBenchCompare asserts the speed goals on stories260K: one thread,
+// F16 KV, the default attention (flash on the CPU in both engines), 128
+// prompt tokens and 128 decode steps.
 func TestBenchCompare(t *testing.T) {
-	r, err := BenchCompare(sharedtest.Stories260K(t), BenchOptions{Prefill: 16, Decode: 8, Threads: 1, Reps: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Native.DecodeTokS <= 0 || r.LlamaCpp.DecodeTokS <= 0 || r.DecodeRatio <= 0 || r.PrefillRatio <= 0 {
-		t.Fatalf("%+v", r)
+	for attempt := 1; ; attempt++ {
+		r, err := BenchCompare(sharedtest.Stories260K(t), BenchOptions{Prefill: 128, Decode: 128, Threads: 1,
+			KVType: engine.KVF16, Reps: benchReps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Native.DecodeTokS <= 0 || r.LlamaCpp.DecodeTokS <= 0 || r.Native.PrefillCPUTokS <= 0 || r.LlamaCpp.PrefillCPUTokS <= 0 {
+			t.Fatalf("%+v", r)
+		}
+		t.Logf("attempt %d: native/llama.cpp over thread CPU time: decode %.3f (goal ≥ %.2f), prefill %.3f (goal ≥ %.2f); over wall time %.3f / %.3f",
+			attempt, r.DecodeCPURatio, decodeGoal, r.PrefillCPURatio, prefillGoal, r.DecodeRatio, r.PrefillRatio)
+		if r.DecodeCPURatio >= decodeGoal && r.PrefillCPURatio >= prefillGoal {
+			return
+		}
+		if attempt == benchAttempts {
+			t.Fatalf("native/llama.cpp thread-CPU ratios decode %.3f, prefill %.3f; goals %.2f and %.2f (best of %d repetitions, %d attempts)",
+				r.DecodeCPURatio, r.PrefillCPURatio, decodeGoal, prefillGoal, benchReps, benchAttempts)
+		}
 	}
 }
 
