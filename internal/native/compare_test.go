@@ -45,7 +45,7 @@ const (
 	decodeGoal    = 0.95
 	prefillGoal   = 0.90
 	benchReps     = 5
-	benchAttempts = 3
+	benchAttempts = 5
 )
 
 // TestBenchCompare asserts the speed goals on stories260K: one thread,
