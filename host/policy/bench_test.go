@@ -20,8 +20,9 @@ const latencyGuardP50 = 10 * time.Microsecond
 // their bounds; on a loaded machine a round whose p99 caught the scheduler
 // is retried rather than the bound loosened.
 const (
-	latencyRounds = 10
-	latencyCalls  = 5000
+	latencyRounds  = 10
+	latencyCalls   = 5000
+	latencySpoiled = 50
 )
 
 // guests are the modules measured: a WAT fixture, a minimal Go guest
@@ -98,24 +99,33 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 // TestDecideLatency asserts the goal of p99 ≤ 20 µs per Decide call with
 // the deadline on (instrumented modules), and the p50 guard, both read from
 // the same round of latencyCalls calls: the test passes at the first round
-// that meets both and fails after latencyRounds rounds that do not.
+// that meets both and fails after latencyRounds rounds that do not. A round
+// in which a call was descheduled past the deadline is spoiled and retried
+// without counting (see latencies), at most latencySpoiled times.
 func TestDecideLatency(t *testing.T) {
 	for _, g := range guests {
 		t.Run(g.name, func(t *testing.T) {
 			r := loadedRuntime(t, g.path(t), false)
 			latencies(t, r, 2000) // warm up
-			for round := 0; ; round++ {
+			for round, spoiled := 0, 0; ; {
 				l, ok := latencies(t, r, latencyCalls)
-				if ok {
-					p50, p99 := pct(l, 0.5), pct(l, 0.99)
-					t.Logf("%s round %d: p50 %v p99 %v p99.9 %v max %v", g.name, round, p50, p99, pct(l, 0.999), l[len(l)-1])
-					if p50 <= latencyGuardP50 && p99 <= latencyTargetP99 {
-						return
+				if !ok {
+					// Not a latency measurement: the scheduler held the
+					// thread past the 20 ms deadline. Retried without
+					// counting, up to latencySpoiled times.
+					spoiled++
+					t.Logf("%s: a call overran the deadline (descheduled); round spoiled (%d)", g.name, spoiled)
+					if spoiled == latencySpoiled {
+						t.Fatalf("%d rounds spoiled by calls descheduled past the deadline: the machine is too loaded to measure", spoiled)
 					}
-				} else {
-					t.Logf("%s round %d: a call overran the deadline (descheduled); round spoiled", g.name, round)
+					continue
 				}
-				if round == latencyRounds-1 {
+				p50, p99 := pct(l, 0.5), pct(l, 0.99)
+				t.Logf("%s round %d: p50 %v p99 %v p99.9 %v max %v", g.name, round, p50, p99, pct(l, 0.999), l[len(l)-1])
+				if p50 <= latencyGuardP50 && p99 <= latencyTargetP99 {
+					return
+				}
+				if round++; round == latencyRounds {
 					t.Fatalf("no round of %d calls in %d met p50 ≤ %v and p99 ≤ %v together",
 						latencyCalls, latencyRounds, latencyGuardP50, latencyTargetP99)
 				}
