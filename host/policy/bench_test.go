@@ -2,24 +2,27 @@ package policy
 
 import (
 	"context"
-	"os"
 	"slices"
 	"testing"
 	"time"
 )
 
 // latencyTargetP99 is the goal for one Decide call with the deadline on
-// (issue #4): asserted by TestDecideLatency only with
-// EDGELLM_LATENCY_GOAL=1 (make bench), on a quiet machine.
+// (issue #4), asserted by TestDecideLatency in make test.
 const latencyTargetP99 = 20 * time.Microsecond
 
-// Regression guards that TestDecideLatency always asserts, loose enough for
-// a loaded shared 2-core machine (other test packages running): measured
-// 1.8-2.9 µs p50 and 2.2-3.4 µs p99 with instrumented modules, against 24 µs
-// p99 with wazero's per-call goroutine.
+// latencyGuardP50 is a regression guard on the median call (no goal is
+// stated for it): measured 1.7-2.9 µs with instrumented modules.
+const latencyGuardP50 = 10 * time.Microsecond
+
+// latencyRounds is how many rounds of latencyCalls calls TestDecideLatency
+// tries before it fails. A round passes when its own p50 and p99 both meet
+// their bounds; on a loaded machine a round whose p99 caught the scheduler
+// is retried rather than the bound loosened.
 const (
-	latencyGuardP50 = 10 * time.Microsecond
-	latencyGuardP99 = 100 * time.Microsecond
+	latencyRounds  = 10
+	latencyCalls   = 5000
+	latencySpoiled = 50
 )
 
 // guests are the modules measured: a WAT fixture, a minimal Go guest
@@ -49,8 +52,13 @@ func loadedRuntime(t testing.TB, path string, wazero bool) *Runtime {
 	return r
 }
 
-// latencies runs n Decide calls and returns their sorted durations.
-func latencies(t testing.TB, r *Runtime, n int) []time.Duration {
+// latencies runs n Decide calls and returns their sorted durations. A call
+// descheduled past its deadline on a loaded machine counts with its (long)
+// latency: it is a slow call, not a broken one. The runtime then rebuilds
+// the instance, and calls answer OutcomeRecovering meanwhile; those are not
+// the module's latency, so latencies waits for the rebuild and reports the
+// round as spoiled (ok false).
+func latencies(t testing.TB, r *Runtime, n int) (sorted []time.Duration, ok bool) {
 	ctx := context.Background()
 	s, d := testSensors(), current()
 	out := make([]time.Duration, n)
@@ -58,46 +66,69 @@ func latencies(t testing.TB, r *Runtime, n int) []time.Duration {
 		s.MemAvailableMB = int32(500 + i%1000)
 		d = current()
 		res, err := r.Decide(ctx, &s, &d)
+		if err == nil && res.Outcome == OutcomeRecovering {
+			waitRecovered(t, r)
+			return nil, false
+		}
 		if err != nil || (res.Outcome != OutcomeOK && res.Outcome != OutcomeDeadline) {
 			t.Fatalf("step %d: %+v %v", i, res, err)
 		}
-		// A call descheduled past its deadline on a loaded machine counts
-		// with its (long) latency: it is a slow call, not a broken one.
 		out[i] = res.Latency
 	}
 	slices.Sort(out)
-	return out
+	return out, true
+}
+
+// waitRecovered calls Decide until the runtime has rebuilt its instance
+// (at most 30 s: the rebuild runs off the hot path on a loaded machine).
+func waitRecovered(t testing.TB, r *Runtime) {
+	s, d := testSensors(), current()
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		d = current()
+		if res, err := r.Decide(context.Background(), &s, &d); err == nil && res.Outcome == OutcomeOK {
+			return
+		}
+	}
+	t.Fatal("the runtime did not recover from a deadline overrun within 30 s")
 }
 
 func pct(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-// TestDecideLatency records the per-call distribution with the deadline on
-// (instrumented modules) and asserts the regression guards; with
-// EDGELLM_LATENCY_GOAL=1 it asserts the 20 µs p99 goal instead. Shared
-// machines are noisy: up to five rounds are tried and the best counts.
+// TestDecideLatency asserts the goal of p99 ≤ 20 µs per Decide call with
+// the deadline on (instrumented modules), and the p50 guard, both read from
+// the same round of latencyCalls calls: the test passes at the first round
+// that meets both and fails after latencyRounds rounds that do not. A round
+// in which a call was descheduled past the deadline is spoiled and retried
+// without counting (see latencies), at most latencySpoiled times.
 func TestDecideLatency(t *testing.T) {
-	goal := os.Getenv("EDGELLM_LATENCY_GOAL") == "1"
-	p50Bound, p99Bound := latencyGuardP50, latencyGuardP99
-	if goal {
-		p99Bound = latencyTargetP99
-	}
 	for _, g := range guests {
 		t.Run(g.name, func(t *testing.T) {
 			r := loadedRuntime(t, g.path(t), false)
 			latencies(t, r, 2000) // warm up
-			best50, best99 := time.Hour, time.Hour
-			for round := 0; round < 5 && (best50 > p50Bound || best99 > p99Bound); round++ {
-				l := latencies(t, r, 5000)
-				t.Logf("%s round %d: p50 %v p99 %v p99.9 %v max %v", g.name, round, pct(l, 0.5), pct(l, 0.99), pct(l, 0.999), l[len(l)-1])
-				best50, best99 = min(best50, pct(l, 0.5)), min(best99, pct(l, 0.99))
-			}
-			if best50 > p50Bound || best99 > p99Bound {
-				t.Errorf("p50 %v p99 %v; bounds %v and %v", best50, best99, p50Bound, p99Bound)
-			}
-			if !goal && best99 > latencyTargetP99 {
-				t.Logf("NOTE: p99 %v misses the %v goal (loaded machine?)", best99, latencyTargetP99)
+			for round, spoiled := 0, 0; ; {
+				l, ok := latencies(t, r, latencyCalls)
+				if !ok {
+					// Not a latency measurement: the scheduler held the
+					// thread past the 20 ms deadline. Retried without
+					// counting, up to latencySpoiled times.
+					spoiled++
+					t.Logf("%s: a call overran the deadline (descheduled); round spoiled (%d)", g.name, spoiled)
+					if spoiled == latencySpoiled {
+						t.Fatalf("%d rounds spoiled by calls descheduled past the deadline: the machine is too loaded to measure", spoiled)
+					}
+					continue
+				}
+				p50, p99 := pct(l, 0.5), pct(l, 0.99)
+				t.Logf("%s round %d: p50 %v p99 %v p99.9 %v max %v", g.name, round, p50, p99, pct(l, 0.999), l[len(l)-1])
+				if p50 <= latencyGuardP50 && p99 <= latencyTargetP99 {
+					return
+				}
+				if round++; round == latencyRounds {
+					t.Fatalf("no round of %d calls in %d met p50 ≤ %v and p99 ≤ %v together",
+						latencyCalls, latencyRounds, latencyGuardP50, latencyTargetP99)
+				}
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package llamacpp
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,23 +93,25 @@ func TestSwapSameModelIsIdentical(t *testing.T) {
 }
 
 // (b) Across tiers the migrated KV agrees with a freshly prefilled KV of the
-// new tier. Prefix on tier A, swap to B, teacher-force 100 positions of a story
-// and compare B's top-1 with B prefilled from scratch. ≥ 95% holds for moves
-// between F32, Q8_0 and Q5_0 in either direction (measured: F32→Q8_0 0.95,
-// Q8_0→Q5_0 0.98, Q4_0→Q8_0 0.95). Moves into Q4_0 measure 0.89–0.90 on this
-// 260K-parameter model whose Q4_0 tier is itself far from the others (its
-// greedy text leaves F32's after ~25 tokens; fresh Q8_0 and fresh Q4_0 agree
-// on 0.80 of these positions, Q5_0 and Q4_0 on 0.73): for those the
-// migrated KV must be closer to the new tier than the old tier is. Re-decoding
-// the last R prefix tokens on the new tier after the swap did not close the
-// gap (0.88–0.92 for R ≤ 16, 0.94–0.96 at R = 32): the difference is spread
-// over the whole prefix.
+// new tier. Prefix of 50 tokens on tier A, swap to B, teacher-force the rest
+// of a story (462 positions, up to the 512-token context) and compare B's
+// top-1 with B prefilled from scratch: ≥ 95% for every tested move, counting
+// an agreement whose first choice leads by less than tieGap (on either side)
+// as lost, since float rounding on another SIMD path could flip it.
+// Measured: F32→Q8_0 0.983, Q8_0→Q5_0 0.978 (1 near-tie), Q4_0→Q8_0 0.970,
+// Q8_0→Q4_0 and Q5_0→Q4_0 0.957. Over only the first 100 positions after the
+// swap the moves into Q4_0 measured 0.89-0.90 and two others exactly 0.95:
+// the early positions carry most of the disagreement. Where the old tier's
+// own fresh prefill is below the bar (the moves into Q4_0 on this
+// 260K-parameter model: fresh Q8_0 and Q4_0 agree on 0.80 of these
+// positions, Q5_0 and Q4_0 on 0.76), the migrated KV must also be closer to
+// the new tier than the old tier is.
 func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 	text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const prefix, positions = 50, 100
+	const prefix, minPositions = 50, 400
 	tests := []struct {
 		from, to string
 		min      float64
@@ -116,8 +119,8 @@ func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 		{"stories260K-ff192-f32.gguf", "stories260K-ff192-Q8_0.gguf", 0.95},
 		{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q5_0.gguf", 0.95},
 		{"stories260K-ff192-Q4_0.gguf", "stories260K-ff192-Q8_0.gguf", 0.95},
-		{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q4_0.gguf", 0},
-		{"stories260K-ff192-Q5_0.gguf", "stories260K-ff192-Q4_0.gguf", 0},
+		{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q4_0.gguf", 0.95},
+		{"stories260K-ff192-Q5_0.gguf", "stories260K-ff192-Q4_0.gguf", 0.95},
 	}
 	for _, tt := range tests {
 		t.Run(tt.from+"→"+tt.to, func(t *testing.T) {
@@ -131,10 +134,11 @@ func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(toks) < prefix+positions {
-				t.Fatalf("story text has %d tokens, need %d", len(toks), prefix+positions)
+			if len(toks) < prefix+minPositions {
+				t.Fatalf("story text has %d tokens, need %d", len(toks), prefix+minPositions)
 			}
-			toks = toks[:prefix+positions]
+			toks = toks[:min(len(toks), 512)] // the sessions' context
+			positions := len(toks) - prefix
 			logits := make([]float32, e.Info().NVocab)
 
 			// Migrated: prefix on A, swap to B, then one token at a time.
@@ -145,41 +149,66 @@ func TestSwapAcrossTiersAgreesWithFreshPrefill(t *testing.T) {
 			if _, err := s.SwapTier(1); err != nil {
 				t.Fatal(err)
 			}
-			migrated := make([]int32, positions)
+			migrated, migGap := make([]int32, positions), make([]float32, positions)
 			for i := range migrated {
 				if err := s.Decode(toks[prefix+i:prefix+i+1], engine.LogitsLast); err != nil {
 					t.Fatal(err)
 				}
 				s.Logits(0, logits)
-				migrated[i] = kernels.Argmax(logits)
+				migrated[i], migGap[i] = top2(logits)
 			}
 			s.Close()
 
-			freshTo, freshFrom := freshArgmax(t, to, toks, prefix), freshArgmax(t, from, toks, prefix)
-			agree, tierAgree := 0, 0
+			freshTo, toGap := freshArgmax(t, to, toks, prefix)
+			freshFrom, _ := freshArgmax(t, from, toks, prefix)
+			agree, fragile, tierAgree := 0, 0, 0
 			for i := range migrated {
 				if migrated[i] == freshTo[i] {
 					agree++
+					if migGap[i] < tieGap || toGap[i] < tieGap {
+						fragile++
+					}
 				}
 				if freshFrom[i] == freshTo[i] {
 					tierAgree++
 				}
 			}
-			rate, tierRate := float64(agree)/positions, float64(tierAgree)/positions
-			t.Logf("top-1 agreement with a fresh prefill of the new tier: migrated %.2f; old tier fresh %.2f", rate, tierRate)
-			if tt.min > 0 && rate < tt.min {
-				t.Fatalf("migrated agreement %.2f < %.2f", rate, tt.min)
+			rate, tierRate := float64(agree)/float64(positions), float64(tierAgree)/float64(positions)
+			worst := float64(agree-fragile) / float64(positions)
+			t.Logf("%d positions: top-1 agreement with a fresh prefill of the new tier: migrated %.3f (%.3f if its %d near-ties flipped); old tier fresh %.3f",
+				positions, rate, worst, fragile, tierRate)
+			if worst < tt.min {
+				t.Fatalf("migrated agreement %.3f, %.3f without near-ties < %.2f", rate, worst, tt.min)
 			}
-			if tt.min == 0 && rate <= tierRate {
-				t.Fatalf("migrated agreement %.2f is no closer to the new tier than the old tier (%.2f)", rate, tierRate)
+			if tierRate < tt.min && worst <= tierRate {
+				t.Fatalf("migrated agreement %.3f (%.3f without near-ties) is no closer to the new tier than the old tier (%.3f)", rate, worst, tierRate)
 			}
 		})
 	}
 }
 
+// tieGap is the logit gap between the first and second choice below which
+// TestSwapAcrossTiersAgreesWithFreshPrefill counts an agreement as a
+// near-tie that float rounding could flip. Another SIMD path reorders the
+// F32 sums of this 5-layer model's dot products: relative error ~1e-6 per
+// sum, ~1e-5 on logits of magnitude ~10, a hundredth of tieGap.
+const tieGap = 1e-3
+
+// top2 returns the argmax of logits and its lead over the runner-up.
+func top2(logits []float32) (int32, float32) {
+	best := kernels.Argmax(logits)
+	second := float32(math.Inf(-1))
+	for i, v := range logits {
+		if int32(i) != best && v > second {
+			second = v
+		}
+	}
+	return best, logits[best] - second
+}
+
 // freshArgmax prefills toks on model path and returns the argmax at each
-// position from prefix on.
-func freshArgmax(t *testing.T, path string, toks []int32, prefix int) []int32 {
+// position from prefix on, with its lead over the runner-up.
+func freshArgmax(t *testing.T, path string, toks []int32, prefix int) ([]int32, []float32) {
 	t.Helper()
 	e, err := Load(path, Options{})
 	if err != nil {
@@ -192,14 +221,14 @@ func freshArgmax(t *testing.T, path string, toks []int32, prefix int) []int32 {
 		t.Fatal(err)
 	}
 	logits := make([]float32, e.Info().NVocab)
-	out := make([]int32, len(toks)-prefix)
+	out, gap := make([]int32, len(toks)-prefix), make([]float32, len(toks)-prefix)
 	for i := range out {
 		if err := s.Logits(prefix+i, logits); err != nil {
 			t.Fatal(err)
 		}
-		out[i] = kernels.Argmax(logits)
+		out[i], gap[i] = top2(logits)
 	}
-	return out
+	return out, gap
 }
 
 // writeVariant copies a GGUF, changing one KV (for the refusal tests). With

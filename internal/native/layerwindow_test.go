@@ -254,8 +254,12 @@ func TestLayerWindowsMatchMaskOnly(t *testing.T) {
 
 // TestLayerWindowsPerplexity: small windows in shallow layers, larger in
 // deep ones, over the 796 tokens of text/stories.txt: every logit finite,
-// perplexity within 10% of full context (the bound of TestWindowPerplexity).
+// perplexity at most 1% above full context (layerWindowPPLGoal). The
+// computation is deterministic on a given CPU; another SIMD path moves the
+// perplexity by float rounding (~1e-5 relative), far inside the gap between
+// the measured ratios (0.985-0.996) and the bound.
 func TestLayerWindowsPerplexity(t *testing.T) {
+	const layerWindowPPLGoal = 1.01
 	e, toks := storiesText(t)
 	nv := e.Config().NVocab
 	const nb, anchors = 16, 4
@@ -281,8 +285,8 @@ func TestLayerWindowsPerplexity(t *testing.T) {
 		if !ok {
 			t.Fatalf("windows %v: non-finite logits", ws)
 		}
-		if pw/pf > 1.10 {
-			t.Errorf("windows %v: perplexity %.3f > 1.10 × full %.3f", ws, pw, pf)
+		if pw/pf > layerWindowPPLGoal {
+			t.Errorf("windows %v: perplexity %.3f > %.2f × full %.3f", ws, pw, layerWindowPPLGoal, pf)
 		}
 	}
 }

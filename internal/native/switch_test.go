@@ -2,13 +2,14 @@ package native
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/synth"
 )
 
 // switchCost measures a weight-set switch of every layer on a loaded engine
@@ -74,9 +75,34 @@ func logSwitch(t testing.TB, name string, nl int, c switchCost) {
 		name, nl, c.set, c.rebuild, c.extra(), c.stepSwitch, c.stepReuse, c.stepSwitch-c.stepReuse)
 }
 
-// switchBound is the test's limit on SetLayerSets + rebuild: the goal is
-// 1 ms on a 22-layer model; the limit leaves room for a loaded shared CPU.
-const switchBound = 5 * time.Millisecond
+// switchGoal is the goal for switching every layer of a 22-layer model
+// (SetLayerSets + the next step's graph rebuild). The tests assert it with
+// no slack on the bound: each measurement is already the median of many
+// switches, and a loaded machine gets up to switchTries measurements, the
+// best of which counts. A machine that is simply slower than the goal fails.
+const (
+	switchGoal  = time.Millisecond
+	switchTries = 5
+)
+
+// bestSwitch measures up to switchTries times (rounds switches each) and
+// returns the measurement with the smallest switch cost, stopping at the
+// first that meets switchGoal.
+func bestSwitch(t testing.TB, e *Engine, name string, rounds int) switchCost {
+	t.Helper()
+	var best switchCost
+	for try := 0; try < switchTries; try++ {
+		c := measureSwitch(t, e, rounds)
+		logSwitch(t, name, e.Config().NLayer, c)
+		if try == 0 || c.extra() < best.extra() {
+			best = c
+		}
+		if best.extra() <= switchGoal {
+			break
+		}
+	}
+	return best
+}
 
 // TestSwitchCostStories260K: switching all layers costs a pointer change and
 // one graph rebuild, nothing else.
@@ -87,47 +113,58 @@ func TestSwitchCostStories260K(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	c := measureSwitch(t, e, 21)
-	logSwitch(t, "stories260K Q8_0↔Q4_0", e.Config().NLayer, c)
-	if c.extra() > switchBound {
-		t.Errorf("switch costs %v (limit %v)", c.extra(), switchBound)
+	if c := bestSwitch(t, e, "stories260K Q8_0↔Q4_0", 21); c.extra() > switchGoal {
+		t.Errorf("switch costs %v (goal %v, best of %d)", c.extra(), switchGoal, switchTries)
 	}
 }
 
-// tlSets are the 22-layer files of the switch-cost test: EDGELLM_NATIVE_SETS
-// (comma-separated, base first) or /tmp/tl-q8.gguf,/tmp/tl-q4.gguf (made by
-// `edgellm synth --shape tinyllama-1.1b --type q8_0 --seed 1 -o /tmp/tl-q8.gguf`
-// and the same with --type q4_0).
-func tlSets(t testing.TB) []string {
-	files := []string{"/tmp/tl-q8.gguf", "/tmp/tl-q4.gguf"}
-	if v := os.Getenv("EDGELLM_NATIVE_SETS"); v != "" {
-		files = strings.Split(v, ",")
-	}
-	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
-			t.Skipf("switch cost on a 22-layer model: %s missing (set EDGELLM_NATIVE_SETS=base.gguf,other.gguf or synth /tmp/tl-q8.gguf and /tmp/tl-q4.gguf)", f)
-		}
-	}
-	if len(files) < 2 {
-		t.Skip("EDGELLM_NATIVE_SETS names fewer than 2 files")
-	}
-	return files
-}
-
-// TestSwitchCostTinyLlama: the same on a synthetic TinyLlama 1.1B (22
-// layers), Q8_0 ↔ Q4_0.
+// TestSwitchCostTinyLlama: switching all 22 layers of a synthetic model of
+// TinyLlama's depth and head layout (tinyLlamaQuarter, made by the test),
+// Q8_0 ↔ Q4_0, costs at most switchGoal.
 func TestSwitchCostTinyLlama(t *testing.T) {
-	files := tlSets(t)
+	testSwitchCost22(t, tinyLlamaQuarter)
+}
+
+// TestSoakSwitchCostTinyLlamaFull (EDGELLM_SOAK=1, make soak): the same on
+// the full synthetic TinyLlama 1.1B shape (1.1 GB at Q8_0 + 0.6 GB at Q4_0
+// written to a temp dir).
+func TestSoakSwitchCostTinyLlamaFull(t *testing.T) {
+	if os.Getenv("EDGELLM_SOAK") != "1" {
+		t.Skip("set EDGELLM_SOAK=1 (make soak)")
+	}
+	testSwitchCost22(t, synth.Shapes["tinyllama-1.1b"])
+}
+
+func testSwitchCost22(t *testing.T, sh synth.Shape) {
+	if sh.NLayer != 22 {
+		t.Fatalf("shape %s has %d layers, want 22", sh.Name, sh.NLayer)
+	}
+	files := []string{synthModel(t, sh, gguf.Q8_0), synthModel(t, sh, gguf.Q4_0)}
 	e, err := Load(files[0], Options{NoVocab: true, Threads: 1, ExtraSets: files[1:]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	c := measureSwitch(t, e, 5)
-	logSwitch(t, filepath.Base(files[0])+"↔"+filepath.Base(files[1]), e.Config().NLayer, c)
-	if c.extra() > switchBound {
-		t.Errorf("switch costs %v (limit %v)", c.extra(), switchBound)
+	if c := bestSwitch(t, e, "SYNTHETIC "+sh.Name+" Q8_0↔Q4_0", 9); c.extra() > switchGoal {
+		t.Errorf("switching all 22 layers costs %v (goal %v, best of %d)", c.extra(), switchGoal, switchTries)
 	}
+}
+
+// tlSets are the files of BenchmarkLayerSwitch with EDGELLM_NATIVE_SETS
+// (comma-separated, base first), e.g. made by `edgellm synth --shape
+// tinyllama-1.1b --type q8_0 --seed 1 -o tl-q8.gguf` and the same with
+// --type q4_0.
+func tlSets(t testing.TB) []string {
+	files := strings.Split(os.Getenv("EDGELLM_NATIVE_SETS"), ",")
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("EDGELLM_NATIVE_SETS: %v", err)
+		}
+	}
+	if len(files) < 2 {
+		t.Fatal("EDGELLM_NATIVE_SETS names fewer than 2 files")
+	}
+	return files
 }
 
 // BenchmarkLayerSwitch: one all-layer switch + the next step, against a

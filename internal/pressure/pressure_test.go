@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const runnerEnv = "EDGELLM_PRESSURE_TEST_RUNNER"
@@ -120,7 +122,25 @@ func TestMemoryLimitAndOOMKill(t *testing.T) {
 	}
 }
 
-// cpuTicks is the user+system CPU time of pid in clock ticks.
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat times, from
+// the auxiliary vector (AT_CLKTCK): 100 on most Linux builds, not on all.
+func clockTicks(t *testing.T) float64 {
+	const atClkTck = 17
+	auxv, err := unix.Auxv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range auxv {
+		if kv[0] == atClkTck && kv[1] > 0 {
+			return float64(kv[1])
+		}
+	}
+	t.Fatal("no AT_CLKTCK in the auxiliary vector")
+	return 0
+}
+
+// cpuTicks is the user+system CPU time of pid in clock ticks (clockTicks
+// per second).
 func cpuTicks(t *testing.T, pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -147,7 +167,7 @@ func TestCPUQuotaThrottles(t *testing.T) {
 	defer func() { spin.Process.Kill(); spin.Wait() }()
 	t0, c0 := time.Now(), cpuTicks(t, spin.Process.Pid)
 	time.Sleep(time.Second)
-	share := float64(cpuTicks(t, spin.Process.Pid)-c0) / 100 / time.Since(t0).Seconds()
+	share := float64(cpuTicks(t, spin.Process.Pid)-c0) / clockTicks(t) / time.Since(t0).Seconds()
 	st, err := cg.CPUStats()
 	if err != nil {
 		t.Fatal(err)
