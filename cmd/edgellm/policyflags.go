@@ -15,7 +15,9 @@ import (
 
 func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("policy", "", "policy: a .wasm file, a bundle directory or a bundle .tar.gz ('' or 'none' = no policy)")
-	fs.String("policy-key", "", "ed25519 public key (PEM) that policy bundles must be signed with")
+	fs.String("policy-key", "", "trusted ed25519 public key (PEM) that policy bundles must be signed with, or a trust directory: *.pub keys plus an optional 'revoked' list of key IDs")
+	fs.String("policy-state", "", policyStateHelp)
+	fs.String("policy-inbox", "", "directory watched for new policy bundles (write elsewhere, then rename in; see docs/POLICY-UPDATES.md)")
 	fs.Bool("policy-insecure", false, "accept unsigned policies (loose .wasm files): development only")
 	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
 	fs.Int64("trace-step-ms", 100, "with --sensors trace:FILE, trace milliseconds per decode step")
@@ -27,13 +29,17 @@ type policyOptions struct {
 	Policy         string        `koanf:"policy"`
 	PolicyKey      string        `koanf:"policy-key"`
 	PolicyInsecure bool          `koanf:"policy-insecure"`
+	PolicyState    string        `koanf:"policy-state"`
+	PolicyInbox    string        `koanf:"policy-inbox"`
 	Sensors        string        `koanf:"sensors"`
 	TraceStepMs    int64         `koanf:"trace-step-ms"`
 	SensorInterval time.Duration `koanf:"sensor-interval"`
 	PolicyDeadline time.Duration `koanf:"policy-deadline"`
 }
 
-func (o policyOptions) enabled() bool { return o.Policy != "" && o.Policy != "none" }
+func (o policyOptions) enabled() bool {
+	return (o.Policy != "" && o.Policy != "none") || o.PolicyInbox != ""
+}
 
 // newSensorSource builds the source named by --sensors.
 func newSensorSource(o policyOptions) (host.SensorSource, io.Closer, error) {
@@ -82,12 +88,8 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 		return nil, nil, err
 	}
 	cfg := policy.NewConfig().WithLimits(host.PolicyLimits(eng, nCtx)).WithInsecure(o.PolicyInsecure).WithDeadline(o.PolicyDeadline)
-	if o.PolicyKey != "" {
-		pub, err := policy.ReadPublicKeyFile(o.PolicyKey)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--policy-key: %w", err)
-		}
-		cfg = cfg.WithTrustedKey(pub)
+	if cfg, err = policyUpdateConfig(cfg, o); err != nil {
+		return nil, nil, err
 	}
 	rt, err := policy.NewRuntime(c.Ctx, cfg)
 	if err != nil {
@@ -102,9 +104,15 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 			closer.Close()
 		}
 	}
-	if err := rt.LoadFile(c.Ctx, o.Policy); err != nil {
+	if o.Policy != "" && o.Policy != "none" {
+		if err := rt.LoadFile(c.Ctx, o.Policy); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("--policy %s: %w", o.Policy, err)
+		}
+	}
+	if err := startInbox(c, rt, o); err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("--policy %s: %w", o.Policy, err)
+		return nil, nil, err
 	}
 	// Compiling a policy that is not in the compilation cache leaves ~18 MB
 	// of freed compiler heap (a 1.9 MB Go guest) that Go would hand back to
