@@ -102,7 +102,7 @@ func runPolicyNew(c *cmdEnv, args []string) error {
 		if strings.HasSuffix(rel, ".tmpl") {
 			rel = strings.TrimSuffix(rel, ".tmpl")
 			var b strings.Builder
-			if err := template.Must(template.New(rel).Parse(string(data))).Execute(&b, vars); err != nil {
+			if err := template.Must(template.New(rel).Delims("{%", "%}").Parse(string(data))).Execute(&b, vars); err != nil {
 				return err
 			}
 			data = []byte(b.String())
