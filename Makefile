@@ -56,6 +56,7 @@ test: build policies
 bench: build policies
 	EDGELLM_SHARED=$(SHARED) EDGELLM_LATENCY_GOAL=1 $(GO) test -count=1 -run 'TestDecideLatency' -v ./host/policy
 	./$(BIN) bench --engine native --compare llamacpp --threads 1 -r 9 -n 256
+	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
 	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 soak: build policies
