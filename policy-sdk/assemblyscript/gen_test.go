@@ -44,6 +44,21 @@ func asType(typ string) string {
 	return map[string]string{"u8": "u8", "u16": "u16", "u32": "u32", "i32": "i32", "i64": "i64", "u64": "u64", "f32": "f32"}[base]
 }
 
+// TestGeneratedSizes checks that the sizes the layout tables end at are the
+// ABI's own sizes for this minor.
+func TestGeneratedSizes(t *testing.T) {
+	out := renderABI()
+	for _, want := range []string{
+		fmt.Sprintf("export const SENSORS_SIZE: i32 = %d;", abi.SensorsSize),
+		fmt.Sprintf("export const DECISION_SIZE: i32 = %d;", abi.DecisionSize),
+		fmt.Sprintf("export const ABI_MINOR: i32 = %d;", abi.VersionMinor),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("generated SDK lacks %q", want)
+		}
+	}
+}
+
 func renderABI() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -76,9 +91,14 @@ func renderABI() string {
 	p("// Sizes of the structs this SDK's minor writes and reads.")
 	p("export const SENSORS_SIZE: i32 = %d;", sEnd)
 	p("export const DECISION_SIZE: i32 = %d;", dEnd)
-	p("// Sizes of ABI 1.0, the smallest a 1.x reader accepts.")
-	p("export const SENSORS_SIZE_1_0: i32 = %d;", abi.SensorsSize)
-	p("export const DECISION_SIZE_1_0: i32 = %d;", abi.DecisionSize)
+	p("// Sizes by minor (each a prefix of the next); 1.0's is the smallest a 1.x reader accepts.")
+	for minor := 0; minor <= abi.VersionMinor; minor++ {
+		v := abi.Version{Major: abi.VersionMajor, Minor: uint16(minor)}
+		sz, _ := abi.SensorsSizeFor(v)
+		dz, _ := abi.DecisionSizeFor(v)
+		p("export const SENSORS_SIZE_1_%d: i32 = %d;", minor, sz)
+		p("export const DECISION_SIZE_1_%d: i32 = %d;", minor, dz)
+	}
 	p("")
 	p("// Presence bits of Sensors.present, one per reading that has one.")
 	seen := map[abi.Presence]bool{}

@@ -2,7 +2,7 @@
 // Source: abi/layout.go and abi/enums.go (the tables of abi/ABI.md).
 
 export const ABI_MAJOR: i32 = 1;
-export const ABI_MINOR: i32 = 0;
+export const ABI_MINOR: i32 = 3;
 
 // Sensors (host -> guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -75,6 +75,39 @@ export const S_LAYER_LATENCY_US_LEN: i32 = 128;
 /** u8[128] cur_layer_bits, since 1.0: current per-layer precision, bits */
 export const S_CUR_LAYER_BITS: i32 = 640;
 export const S_CUR_LAYER_BITS_LEN: i32 = 128;
+/** f32[8] spec_accept_by_pos, since 1.1: smoothed acceptance at draft position i, 0–1 */
+export const S_SPEC_ACCEPT_BY_POS: i32 = 768;
+export const S_SPEC_ACCEPT_BY_POS_LEN: i32 = 8;
+/** f32 spec_mean_accepted, since 1.1: smoothed mean accepted draft tokens per round */
+export const S_SPEC_MEAN_ACCEPTED: i32 = 800;
+/** f32 spec_draft_cost, since 1.1: draft step time ÷ plain target step time */
+export const S_SPEC_DRAFT_COST: i32 = 804;
+/** f32[9] spec_verify_cost, since 1.1: target batch of i+1 tokens ÷ plain target step: v(n) */
+export const S_SPEC_VERIFY_COST: i32 = 808;
+export const S_SPEC_VERIFY_COST_LEN: i32 = 9;
+/** i32 spec_k_max, since 1.1: largest K the engine accepts now (0 = no draft) */
+export const S_SPEC_K_MAX: i32 = 844;
+/** u8[128] layer_min_bits, since 1.2: lowest precision each layer tolerates, bits */
+export const S_LAYER_MIN_BITS: i32 = 848;
+export const S_LAYER_MIN_BITS_LEN: i32 = 128;
+/** u8[128] layer_max_bits, since 1.2: highest precision available per layer, bits */
+export const S_LAYER_MAX_BITS: i32 = 976;
+export const S_LAYER_MAX_BITS_LEN: i32 = 128;
+/** u8[128] layer_sens_rank, since 1.2: sensitivity rank, 0 = most sensitive */
+export const S_LAYER_SENS_RANK: i32 = 1104;
+export const S_LAYER_SENS_RANK_LEN: i32 = 128;
+/** f32 tok_per_sec_target, since 1.2: throughput target set by the app, tokens/s */
+export const S_TOK_PER_SEC_TARGET: i32 = 1232;
+/** f32 cpu_psi_some_avg10, since 1.3: CPU PSI some avg10, % */
+export const S_CPU_PSI_SOME_AVG10: i32 = 1236;
+/** f32 cpu_runnable, since 1.3: runnable tasks on the machine (procs_running) */
+export const S_CPU_RUNNABLE: i32 = 1240;
+/** i32 cpu_allowed, since 1.3: CPUs this process may run on */
+export const S_CPU_ALLOWED: i32 = 1244;
+/** f32 step_time_ratio, since 1.3: decode step time ÷ quiet baseline, same threads */
+export const S_STEP_TIME_RATIO: i32 = 1248;
+/** i32 cur_threads, since 1.3: current decode threads */
+export const S_CUR_THREADS: i32 = 1252;
 
 // Decision (pre-filled by the host, changed by the guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -110,13 +143,27 @@ export const D_LAYER_BITS_LEN: i32 = 128;
 /** f32[128] layer_window_scale, since 1.0: per-layer window scale in (0, 1] (0 = leave as is) */
 export const D_LAYER_WINDOW_SCALE: i32 = 224;
 export const D_LAYER_WINDOW_SCALE_LEN: i32 = 128;
+/** f32 spec_p_min, since 1.1: stop drafting when the draft's top p < p_min, [0, 1] (0 = leave as is) */
+export const D_SPEC_P_MIN: i32 = 736;
+/** i32 draft_threads, since 1.1: draft-step threads (0 = leave as is) */
+export const D_DRAFT_THREADS: i32 = 740;
+/** u64 draft_cpu_mask, since 1.1: draft-step CPUs, bit i = CPU i (0 = leave as is) */
+export const D_DRAFT_CPU_MASK: i32 = 744;
+/** u64 verify_cpu_mask, since 1.1: target-step CPUs, bit i = CPU i (0 = leave as is) */
+export const D_VERIFY_CPU_MASK: i32 = 752;
 
 // Sizes of the structs this SDK's minor writes and reads.
-export const SENSORS_SIZE: i32 = 768;
-export const DECISION_SIZE: i32 = 736;
-// Sizes of ABI 1.0, the smallest a 1.x reader accepts.
+export const SENSORS_SIZE: i32 = 1256;
+export const DECISION_SIZE: i32 = 760;
+// Sizes by minor (each a prefix of the next); 1.0's is the smallest a 1.x reader accepts.
 export const SENSORS_SIZE_1_0: i32 = 768;
 export const DECISION_SIZE_1_0: i32 = 736;
+export const SENSORS_SIZE_1_1: i32 = 848;
+export const DECISION_SIZE_1_1: i32 = 760;
+export const SENSORS_SIZE_1_2: i32 = 1236;
+export const DECISION_SIZE_1_2: i32 = 760;
+export const SENSORS_SIZE_1_3: i32 = 1256;
+export const DECISION_SIZE_1_3: i32 = 760;
 
 // Presence bits of Sensors.present, one per reading that has one.
 export const P_MEM_AVAILABLE_MB: u64 = 0x1;
@@ -141,6 +188,14 @@ export const P_CTX_LEN: u64 = 0x40000;
 export const P_TIERS_AVAILABLE: u64 = 0x100000;
 export const P_LAYER_COUNT: u64 = 0x80000;
 export const P_CUR_TIER: u64 = 0x200000;
+export const P_SPEC_ACCEPT_BY_POS: u64 = 0x400000;
+export const P_SPEC_DRAFT_COST: u64 = 0x800000;
+export const P_SPEC_K_MAX: u64 = 0x1000000;
+export const P_LAYER_MIN_BITS: u64 = 0x2000000;
+export const P_TOK_PER_SEC_TARGET: u64 = 0x4000000;
+export const P_CPU_PSI_SOME_AVG10: u64 = 0x8000000;
+export const P_CPU_RUNNABLE: u64 = 0x10000000;
+export const P_STEP_TIME_RATIO: u64 = 0x20000000;
 
 // Thermal status (Sensors.thermal_status).
 export const THERMAL_NONE: u8 = 0;
