@@ -18,8 +18,11 @@ import (
 // as it stands — the module, Decide, a test table over a bundled trace and
 // the build line.
 
-//go:embed scaffold/go
-var scaffoldGo embed.FS
+// scaffold holds common/ (files of every language) and one directory per
+// language; *.tmpl files are templates with {% %} delimiters.
+//
+//go:embed scaffold
+var scaffold embed.FS
 
 // sdkModule is the module path of this repository, which policies import.
 const sdkModule = "github.com/edgellm/edgellm"
@@ -28,9 +31,9 @@ func init() {
 	register(&command{
 		Name:    "policy new",
 		Summary: "scaffold a policy in DIR that builds and passes 'policy test' as it stands",
-		Usage:   "DIR [--lang go] [--sdk EDGELLM_CHECKOUT]",
+		Usage:   "DIR [--lang go|assemblyscript] [--sdk EDGELLM_CHECKOUT]",
 		Flags: func(fs *pflag.FlagSet) {
-			fs.String("lang", "go", "guest language: go")
+			fs.String("lang", "go", "guest language: go or assemblyscript (needs npm)")
 			fs.String("sdk", "", "edgellm checkout the policy builds against, when DIR is outside one (default: found above DIR or the working directory)")
 		},
 		Run: runPolicyNew,
@@ -52,8 +55,8 @@ func runPolicyNew(c *cmdEnv, args []string) error {
 	if len(args) != 1 {
 		return usagef("policy new needs one DIR")
 	}
-	if o.Lang != "go" {
-		return usagef("--lang %q: only go is available in this build", o.Lang)
+	if o.Lang != "go" && o.Lang != "assemblyscript" {
+		return usagef("--lang %q: want go or assemblyscript", o.Lang)
 	}
 	dir, err := filepath.Abs(args[0])
 	if err != nil {
@@ -89,13 +92,35 @@ func runPolicyNew(c *cmdEnv, args []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	vars := struct{ Name string }{name}
-	err = fs.WalkDir(scaffoldGo, "scaffold/go", func(p string, d fs.DirEntry, err error) error {
+	root := inside
+	if root == "" {
+		root = sdk
+	}
+	vars := struct{ Name, SDKPackage string }{name, filepath.Join(root, "policy-sdk", "assemblyscript")}
+	for _, src := range []string{"scaffold/common", "scaffold/" + o.Lang} {
+		if err = copyScaffold(src, dir, vars); err != nil {
+			break
+		}
+	}
+	if err == nil && inside == "" {
+		err = writePolicyGoMod(dir, name, sdk)
+	}
+	if err != nil {
+		os.RemoveAll(dir) // nothing half-written left behind
+		return err
+	}
+	c.Logf("wrote policy %s in %s; next: edgellm policy test %s", name, dir, args[0])
+	return nil
+}
+
+// copyScaffold copies the embedded tree src into dir, executing templates.
+func copyScaffold(src, dir string, vars any) error {
+	return fs.WalkDir(scaffold, src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel := strings.TrimPrefix(p, "scaffold/go/")
-		data, err := scaffoldGo.ReadFile(p)
+		rel := strings.TrimPrefix(p, src+"/")
+		data, err := scaffold.ReadFile(p)
 		if err != nil {
 			return err
 		}
@@ -113,15 +138,6 @@ func runPolicyNew(c *cmdEnv, args []string) error {
 		}
 		return os.WriteFile(dst, data, 0o644)
 	})
-	if err == nil && inside == "" {
-		err = writePolicyGoMod(dir, name, sdk)
-	}
-	if err != nil {
-		os.RemoveAll(dir) // nothing half-written left behind
-		return err
-	}
-	c.Logf("wrote policy %s in %s; next: edgellm policy test %s", name, dir, args[0])
-	return nil
 }
 
 // findSDK returns the nearest directory at or above dir whose go.mod

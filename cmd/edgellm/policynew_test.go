@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,5 +37,36 @@ func TestPolicyNew(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, "policy", "new", filepath.Join(t.TempDir(), "p"), "--lang", "rust"); code != 2 || !strings.Contains(stderr, `--lang "rust"`) {
 		t.Fatalf("policy new --lang rust: %d %s", code, stderr)
+	}
+}
+
+// TestPolicyNewAssemblyScript: the AssemblyScript scaffold builds (npm
+// installs the pinned compiler) and passes the same kind of table.
+func TestPolicyNewAssemblyScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs the AssemblyScript compiler with npm")
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		if os.Getenv("EDGELLM_REQUIRE_AS") != "" {
+			t.Fatal("npm not found")
+		}
+		t.Skip("npm not found")
+	}
+	sdk, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "aspolicy")
+	if _, stderr, code := runCLI(t, "policy", "new", dir, "--lang", "assemblyscript", "--sdk", sdk); code != 0 {
+		t.Fatalf("policy new: %d %s", code, stderr)
+	}
+	for _, f := range []string{"policy.ts", "package.json", "asconfig.json", "policy_test.go", "testdata/thermal_ramp.jsonl", "go.mod"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("scaffold lacks %s: %v", f, err)
+		}
+	}
+	out, stderr, code := runCLI(t, "policy", "test", dir)
+	if code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
+		t.Fatalf("policy test on the AssemblyScript scaffold: %d %q %s", code, out, stderr)
 	}
 }
