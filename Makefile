@@ -40,13 +40,16 @@ deps:
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/edgellm
 
-# Reference policies compiled to WebAssembly (GOOS=wasip1).
+# Reference policies compiled to WebAssembly (GOOS=wasip1), and the
+# AssemblyScript one when npm exists (then its tests are required to run).
+HAVE_NPM := $(shell command -v npm >/dev/null 2>&1 && echo 1)
 policies:
 	@if [ -f policies/Makefile ]; then $(MAKE) -C policies GO=$(GO); fi
+	@if [ -n "$(HAVE_NPM)" ]; then $(MAKE) -C policies assemblyscript; else echo "npm not found: AssemblyScript policy not built, its tests skip"; fi
 
 test: build policies
 	$(GO) vet ./...
-	EDGELLM_SHARED=$(SHARED) $(GO) test $(TEST_FLAGS) ./...
+	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) ./...
 
 # Benchmarks. The policy-call latency goal (p99 ≤ 20 µs, also asserted in
 # make test) is measured alone, before anything else loads the machine; then native against llama.cpp in one
@@ -55,6 +58,7 @@ test: build policies
 bench: build policies
 	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -run 'TestDecideLatency' -v ./host/policy
 	./$(BIN) bench --engine native --compare llamacpp --threads 1 -r 9 -n 256
+	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
 	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 # Long tests (README "make soak"): synthesizes a llama2-7b Q4_0 (3.6 GiB)

@@ -12,8 +12,14 @@ import (
 // PolicyOptions configures AttachPolicy.
 type PolicyOptions struct {
 	// Path is the policy: a signed bundle (a directory or a .tar.gz) or,
-	// with Config.WithInsecure(true), a loose .wasm file.
+	// with Config.WithInsecure(true), a loose .wasm file. It may be empty
+	// when Inbox is set.
 	Path string
+	// Inbox, when set, is a directory watched for policy updates
+	// (policy.Runtime.WatchInbox): a complete bundle renamed into it is
+	// verified and swapped in between decode steps; partial, corrupt or
+	// older ones are logged and left in place.
+	Inbox string
 	// Config configures the policy runtime (trusted key, deadline,
 	// compilation cache); nil means policy.NewConfig(). Its Limits are
 	// replaced by what the engine and the session can apply.
@@ -66,9 +72,22 @@ func AttachPolicy(ctx context.Context, eng Engine, sess Session, o PolicyOptions
 	}
 	a := newAdapter(rt, src, eng, sess, sc, o.Log)
 	a.owned = owned
-	if err := rt.LoadFile(ctx, o.Path); err != nil {
+	if o.Path == "" && o.Inbox == "" {
 		a.Close()
-		return nil, fmt.Errorf("policy %s: %w", o.Path, err)
+		return nil, fmt.Errorf("policy: neither a path nor an inbox")
+	}
+	if o.Path != "" {
+		if err := rt.LoadFile(ctx, o.Path); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("policy %s: %w", o.Path, err)
+		}
+	}
+	if o.Inbox != "" {
+		// The watch ends with the runtime (Adapter.Close).
+		if _, err := rt.WatchInbox(context.Background(), o.Inbox); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("policy inbox %s: %w", o.Inbox, err)
+		}
 	}
 	// Compiling a policy that is not in the compilation cache leaves ~18 MB
 	// of freed compiler heap (a 1.9 MB Go guest) that Go would hand back to

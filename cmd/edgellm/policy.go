@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -31,22 +31,23 @@ func init() {
 	register(&command{
 		Name:    "policy sign",
 		Summary: "sign a policy module into a bundle (a directory, or .tar.gz by name)",
-		Usage:   "--key KEY --name N --revision R [--min-engine V] POLICY.wasm -o BUNDLE",
+		Usage:   "--key KEY --name N --revision R [--expires DURATION|DATE] [--min-engine V] POLICY.wasm -o BUNDLE",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.String("key", "", "private key file (PEM, from 'policy keygen')")
 			fs.String("name", "", "policy name recorded in the manifest")
 			fs.Int64("revision", 0, "bundle revision (positive, must increase with every update)")
 			fs.String("min-engine", "0.0.0", "lowest edgellm version that may load the bundle (semver)")
+			fs.String("expires", "", "when hosts stop accepting the bundle: a duration from now (720h, 30d), a date (2026-12-31, UTC) or an RFC 3339 time; '' = never (not recommended)")
 			addOutputFlag(fs)
 		},
 		Run: runPolicySign,
 	})
 	register(&command{
 		Name:    "policy verify",
-		Summary: "verify a policy bundle's signature, digests, ABI and engine version",
-		Usage:   "--pub KEY.pub BUNDLE",
+		Summary: "verify a policy bundle's signature, digests, expiry, ABI and engine version",
+		Usage:   "--pub KEY.pub|TRUSTDIR BUNDLE",
 		Flags: func(fs *pflag.FlagSet) {
-			fs.String("pub", "", "trusted public key file (PEM or base64)")
+			fs.String("pub", "", "trusted public key file (PEM or base64), or a trust directory (*.pub and an optional 'revoked' list)")
 			addJSONFlag(fs)
 		},
 		Run: runPolicyVerify,
@@ -106,6 +107,7 @@ type policySignOptions struct {
 	Name      string `koanf:"name"`
 	Revision  int64  `koanf:"revision"`
 	MinEngine string `koanf:"min-engine"`
+	Expires   string `koanf:"expires"`
 	Output    string `koanf:"output"`
 }
 
@@ -138,16 +140,26 @@ func runPolicySign(c *cmdEnv, args []string) error {
 	if len(wasm) < 4 || string(wasm[:4]) != "\x00asm" {
 		return fmt.Errorf("%s: not a Wasm module", args[0])
 	}
-	b, err := policy.SignBundle(wasm, policy.Manifest{
-		Name: o.Name, Revision: o.Revision, ABIVersion: abi.Current().String(), MinEngineVersion: o.MinEngine,
-	}, priv)
+	m := policy.Manifest{Name: o.Name, Revision: o.Revision, ABIVersion: abi.Current().String(), MinEngineVersion: o.MinEngine}
+	if o.Expires != "" {
+		t, err := parseExpires(o.Expires, time.Now())
+		if err != nil {
+			return usagef("%v", err)
+		}
+		m.Expires = t.UTC().Format(time.RFC3339)
+	}
+	b, err := policy.SignBundle(wasm, m, priv)
 	if err != nil {
 		return err
 	}
 	if err := b.Write(o.Output); err != nil {
 		return err
 	}
-	c.Logf("signed %s revision %d (%s sha256 %s) -> %s", o.Name, o.Revision, policy.PolicyFile, b.Manifest.Files[policy.PolicyFile], o.Output)
+	exp := b.Manifest.Expires
+	if exp == "" {
+		exp = "never"
+	}
+	c.Logf("signed %s revision %d with key %s, expires %s (%s sha256 %s) -> %s", o.Name, o.Revision, b.KeyID, exp, policy.PolicyFile, b.Manifest.Files[policy.PolicyFile], o.Output)
 	return nil
 }
 
@@ -164,11 +176,11 @@ func runPolicyVerify(c *cmdEnv, args []string) error {
 	if len(args) != 1 || o.Pub == "" {
 		return usagef("policy verify needs --pub KEY.pub and one BUNDLE")
 	}
-	pub, err := policy.ReadPublicKeyFile(o.Pub)
+	td, err := readTrust(o.Pub)
 	if err != nil {
-		return err
+		return fmt.Errorf("--pub: %w", err)
 	}
-	b, err := policy.VerifyBundleFile(args[0], []ed25519.PublicKey{pub}, policy.NewConfig().BundleLimits(), host.Version())
+	b, err := policy.VerifyBundle(args[0], policy.VerifyOptions{Keys: td.Keys, Revoked: td.Revoked, Limits: policy.NewConfig().BundleLimits(), EngineVersion: host.Version()})
 	if err != nil {
 		return err
 	}
@@ -176,7 +188,15 @@ func runPolicyVerify(c *cmdEnv, args []string) error {
 		return policyWriteJSON(c.Stdout, b.Manifest)
 	}
 	m := b.Manifest
-	fmt.Fprintf(c.Stdout, "OK %s revision %d abi %s min_engine %s %s sha256 %s\n", m.Name, m.Revision, m.ABIVersion, m.MinEngineVersion, policy.PolicyFile, m.Files[policy.PolicyFile])
+	exp := m.Expires
+	if exp == "" {
+		exp = "never"
+	}
+	keyID := b.KeyID
+	if keyID == "" {
+		keyID = "unnamed"
+	}
+	fmt.Fprintf(c.Stdout, "OK %s revision %d abi %s min_engine %s expires %s key %s %s sha256 %s\n", m.Name, m.Revision, m.ABIVersion, m.MinEngineVersion, exp, keyID, policy.PolicyFile, m.Files[policy.PolicyFile])
 	return nil
 }
 

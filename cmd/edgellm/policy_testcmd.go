@@ -68,12 +68,18 @@ func runPolicyTest(c *cmdEnv, args []string) error {
 	gobin := goCommand()
 
 	c.Logf("building %s to %s", dir, wasm)
-	build := exec.CommandContext(c.Ctx, gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", wasm, ".")
-	build.Dir = dir
-	build.Env = append(envWithout(os.Environ(), "GOOS", "GOARCH", "CGO_ENABLED", "GOFLAGS"),
-		"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s to wasm: %v: %s", dir, err, strings.TrimSpace(string(out)))
+	if isAssemblyScriptPolicy(dir) {
+		if err := buildAssemblyScript(c, dir, wasm); err != nil {
+			return err
+		}
+	} else {
+		build := exec.CommandContext(c.Ctx, gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", wasm, ".")
+		build.Dir = dir
+		build.Env = append(envWithout(os.Environ(), "GOOS", "GOARCH", "CGO_ENABLED", "GOFLAGS"),
+			"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s to wasm: %v: %s", dir, err, strings.TrimSpace(string(out)))
+		}
 	}
 
 	testArgs := []string{"test", "-json", "-count=1"}

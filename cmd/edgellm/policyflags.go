@@ -12,7 +12,9 @@ import (
 
 func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("policy", "", "policy: a .wasm file, a bundle directory or a bundle .tar.gz ('' or 'none' = no policy)")
-	fs.String("policy-key", "", "ed25519 public key (PEM) that policy bundles must be signed with")
+	fs.String("policy-key", "", "trusted ed25519 public key (PEM) that policy bundles must be signed with, or a trust directory: *.pub keys plus an optional 'revoked' list of key IDs")
+	fs.String("policy-state", "", policyStateHelp)
+	fs.String("policy-inbox", "", "directory watched for new policy bundles (write elsewhere, then rename in; see docs/POLICY-UPDATES.md)")
 	fs.Bool("policy-insecure", false, "accept unsigned policies (loose .wasm files): development only")
 	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
 	fs.Int64("trace-step-ms", host.DefaultTraceStepMs, "with --sensors trace:FILE, trace milliseconds per decode step")
@@ -24,13 +26,17 @@ type policyOptions struct {
 	Policy         string        `koanf:"policy"`
 	PolicyKey      string        `koanf:"policy-key"`
 	PolicyInsecure bool          `koanf:"policy-insecure"`
+	PolicyState    string        `koanf:"policy-state"`
+	PolicyInbox    string        `koanf:"policy-inbox"`
 	Sensors        string        `koanf:"sensors"`
 	TraceStepMs    int64         `koanf:"trace-step-ms"`
 	SensorInterval time.Duration `koanf:"sensor-interval"`
 	PolicyDeadline time.Duration `koanf:"policy-deadline"`
 }
 
-func (o policyOptions) enabled() bool { return o.Policy != "" && o.Policy != "none" }
+func (o policyOptions) enabled() bool {
+	return (o.Policy != "" && o.Policy != "none") || o.PolicyInbox != ""
+}
 
 // startPolicy attaches the policy the flags name to a session created with
 // sc and returns its adapter; Close it after generation.
@@ -45,15 +51,16 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 		return nil, usagef("--policy-deadline %v: must be > 0", o.PolicyDeadline)
 	}
 	cfg := policy.NewConfig().WithInsecure(o.PolicyInsecure).WithDeadline(o.PolicyDeadline)
-	if o.PolicyKey != "" {
-		pub, err := policy.ReadPublicKeyFile(o.PolicyKey)
-		if err != nil {
-			return nil, fmt.Errorf("--policy-key: %w", err)
-		}
-		cfg = cfg.WithTrustedKey(pub)
+	cfg, err := policyUpdateConfig(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	path := o.Policy
+	if path == "none" {
+		path = ""
 	}
 	a, err := host.AttachPolicy(c.Ctx, eng, sess, host.PolicyOptions{
-		Path: o.Policy, Config: &cfg, Session: sc, Log: c.Stderr,
+		Path: path, Inbox: o.PolicyInbox, Config: &cfg, Session: sc, Log: c.Stderr,
 		Sensors: o.Sensors, SensorOptions: host.SensorOptions{Interval: o.SensorInterval, TraceStepMs: o.TraceStepMs},
 	})
 	if errors.Is(err, host.ErrSensorSpec) {
@@ -63,6 +70,9 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 		return nil, fmt.Errorf("--policy: %w", err)
 	}
 	c.Logf("policy: %s (%s)", o.Policy, a.Describe())
+	if o.PolicyInbox != "" {
+		c.Logf("policy: watching inbox %s (revision in service: %d)", o.PolicyInbox, a.Revision())
+	}
 	return a, nil
 }
 

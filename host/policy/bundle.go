@@ -24,7 +24,7 @@ import (
 const (
 	PolicyFile    = "policy.wasm"   // the module
 	ManifestFile  = "manifest.json" // Manifest, JSON
-	SignatureFile = "manifest.sig"  // base64 ed25519 signature over the exact manifest bytes
+	SignatureFile = "manifest.sig"  // "KEYID BASE64": the signing key's ID and the base64 ed25519 signature over the exact manifest bytes
 )
 
 // Manifest describes a bundle. The signature covers its exact bytes, and
@@ -35,6 +35,9 @@ type Manifest struct {
 	ABIVersion       string            `json:"abi_version"`        // "MAJOR.MINOR" of the ABI the module was built for
 	MinEngineVersion string            `json:"min_engine_version"` // semver; the host refuses the bundle if it is older
 	Files            map[string]string `json:"files"`              // name -> lowercase hex sha256
+	// Expires (RFC 3339, optional) is when the bundle stops being accepted;
+	// see CheckExpiry. Bundles signed before it existed have none and load.
+	Expires string `json:"expires,omitempty"`
 }
 
 // BundleLimits bound what reading a bundle may cost (decompression bombs).
@@ -51,6 +54,7 @@ type Bundle struct {
 	Manifest      Manifest
 	ManifestBytes []byte
 	Signature     []byte // raw 64 bytes, nil if the bundle has no manifest.sig
+	KeyID         string // ID of the signing key named by manifest.sig ("" in old signatures)
 	Wasm          []byte
 }
 
@@ -80,7 +84,7 @@ func ReadBundle(path string, lim BundleLimits) (*Bundle, error) {
 		}
 	}
 	if sig, ok := files[SignatureFile]; ok {
-		if b.Signature, err = decodeSignature(sig); err != nil {
+		if b.KeyID, b.Signature, err = decodeSignature(sig); err != nil {
 			return nil, loadErrorf(path, ErrBadSignature, "%s: %v", SignatureFile, err)
 		}
 	}
@@ -238,18 +242,27 @@ func readLimited(path string, max int64) ([]byte, error) {
 
 func bundleFileList() string { return PolicyFile + ", " + ManifestFile + ", " + SignatureFile }
 
-func decodeSignature(data []byte) ([]byte, error) {
+// decodeSignature parses manifest.sig: "KEYID BASE64" (the current form),
+// or, as written before key IDs existed, the base64 alone or 64 raw bytes.
+func decodeSignature(data []byte) (keyID string, sig []byte, err error) {
 	if len(data) == ed25519.SignatureSize {
-		return data, nil // raw
+		return "", data, nil // raw
 	}
-	sig, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(data)))
+	text := strings.TrimSpace(string(data))
+	if id, rest, ok := strings.Cut(text, " "); ok {
+		if !validKeyID(id) {
+			return "", nil, fmt.Errorf("key ID %q is not %d lowercase hex digits", id, KeyIDLen)
+		}
+		keyID, text = id, strings.TrimSpace(rest)
+	}
+	sig, err = base64.StdEncoding.DecodeString(text)
 	if err != nil {
-		return nil, fmt.Errorf("not base64: %v", err)
+		return "", nil, fmt.Errorf("not base64: %v", err)
 	}
 	if len(sig) != ed25519.SignatureSize {
-		return nil, fmt.Errorf("signature has %d bytes, want %d", len(sig), ed25519.SignatureSize)
+		return "", nil, fmt.Errorf("signature has %d bytes, want %d", len(sig), ed25519.SignatureSize)
 	}
-	return sig, nil
+	return keyID, sig, nil
 }
 
 func parseManifest(data []byte) (Manifest, error) {
@@ -273,6 +286,9 @@ func parseManifest(data []byte) (Manifest, error) {
 	}
 	if _, err := parseSemver(m.MinEngineVersion); err != nil {
 		return m, fmt.Errorf("min_engine_version: %v", err)
+	}
+	if _, _, err := m.ExpiryTime(); err != nil {
+		return m, err
 	}
 	names := make([]string, 0, len(m.Files))
 	for name, sum := range m.Files {
@@ -311,26 +327,8 @@ func parseABIVersion(s string) (major, minor int, err error) {
 
 // Verify checks the signature over the manifest bytes against any of keys,
 // then the digest of policy.wasm. With no keys it fails with ErrNoTrustedKey;
-// an unsigned bundle fails with ErrInsecure.
-func (b *Bundle) Verify(keys []ed25519.PublicKey) error {
-	if b.Signature == nil {
-		return loadErrorf(b.Path, ErrInsecure, "bundle is unsigned (no %s)", SignatureFile)
-	}
-	if len(keys) == 0 {
-		return loadErrorf(b.Path, ErrNoTrustedKey, "no trusted public key configured to verify the signature")
-	}
-	ok := false
-	for _, k := range keys {
-		if ed25519.Verify(k, b.ManifestBytes, b.Signature) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
-		return loadErrorf(b.Path, ErrBadSignature, "signature over %s does not verify with any trusted key", ManifestFile)
-	}
-	return b.VerifyDigests()
-}
+// an unsigned bundle fails with ErrInsecure. See VerifyKeys for revocation.
+func (b *Bundle) Verify(keys []ed25519.PublicKey) error { return b.VerifyKeys(keys, nil) }
 
 // VerifyDigests checks the files against the manifest's digests.
 func (b *Bundle) VerifyDigests() error {

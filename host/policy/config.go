@@ -30,6 +30,10 @@ type Config struct {
 	cacheDir      string // "" = default under os.UserCacheDir(); "-" = in-memory only
 	maxFailures   int
 	trusted       []ed25519.PublicKey
+	revoked       []string // key IDs
+	clockSkew     time.Duration
+	now           func() time.Time // nil = time.Now
+	stateDir      string           // "" = rollback index in memory only
 	insecure      bool
 	logger        *slog.Logger
 	limits        Limits
@@ -59,6 +63,7 @@ func NewConfig() Config {
 		bundle:      BundleLimits{MaxFileBytes: DefaultMaxBundleBytes, MaxTotalBytes: DefaultMaxBundleBytes, MaxEntries: DefaultMaxBundleEntries},
 		debounce:    DefaultReloadDebounce,
 		queue:       DefaultLogQueue,
+		clockSkew:   DefaultClockSkew,
 	}
 }
 
@@ -89,6 +94,36 @@ func (c Config) WithTrustedKey(pub ed25519.PublicKey) Config {
 	c.trusted = append(append([]ed25519.PublicKey(nil), c.trusted...), pub)
 	return c
 }
+
+// WithRevokedKey refuses bundles signed by the key with this KeyID, even
+// when it is also trusted.
+func (c Config) WithRevokedKey(keyID string) Config {
+	c.revoked = append(append([]string(nil), c.revoked...), keyID)
+	return c
+}
+
+// WithTrustDir trusts td's keys and revokes its revoked IDs (ReadTrustDir).
+func (c Config) WithTrustDir(td TrustDir) Config {
+	for _, k := range td.Keys {
+		c = c.WithTrustedKey(k)
+	}
+	for _, id := range td.Revoked {
+		c = c.WithRevokedKey(id)
+	}
+	return c
+}
+
+// WithClockSkew sets how long after its expires time a bundle is still
+// accepted (default DefaultClockSkew).
+func (c Config) WithClockSkew(d time.Duration) Config { c.clockSkew = d; return c }
+
+// WithClock replaces time.Now for expiry checks (tests).
+func (c Config) WithClock(now func() time.Time) Config { c.now = now; return c }
+
+// WithStateDir keeps the rollback index (the highest accepted revision of
+// each policy name) in dir/rollback.json, so that it survives restarts; see
+// RollbackIndex. "" (the default) keeps it in memory only.
+func (c Config) WithStateDir(dir string) Config { c.stateDir = dir; return c }
 
 // WithInsecure allows loose .wasm files and unsigned bundles. Signed bundles
 // are still verified when a trusted key is configured.
@@ -141,6 +176,13 @@ func (c Config) validate() error {
 		return configErrorf("event queue %d must be at least 1", c.queue)
 	case c.debounce < 0:
 		return configErrorf("reload debounce %v is negative", c.debounce)
+	case c.clockSkew < 0:
+		return configErrorf("clock skew %v is negative", c.clockSkew)
+	}
+	for _, id := range c.revoked {
+		if !validKeyID(id) {
+			return configErrorf("revoked key ID %q is not %d lowercase hex digits", id, KeyIDLen)
+		}
 	}
 	for i, k := range c.trusted {
 		if len(k) != ed25519.PublicKeySize {
@@ -166,6 +208,13 @@ func (c Config) resolvedCacheDir() string {
 		return filepath.Join(base, "edgellm", "wazero")
 	}
 	return c.cacheDir
+}
+
+func (c Config) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
 }
 
 // BundleLimits returns the decompression-bomb limits for bundles.

@@ -18,7 +18,12 @@
 // manifest.json, manifest.sig; see SignBundle) or, with WithInsecure, a
 // loose .wasm. Bundles are verified (ed25519 signature over the manifest
 // bytes, sha256 of the module, ABI major, min_engine_version, strictly
-// increasing revision, size limits) before anything is compiled.
+// increasing revision, size limits) before anything is compiled. With
+// Config.WithStateDir the highest accepted revision of each policy name
+// survives restarts (RollbackIndex); a manifest's expires, key IDs and a
+// revocation list (WithTrustDir) guard the update channel, and
+// Runtime.WatchInbox loads bundles an app renames into a directory
+// (docs/POLICY-UPDATES.md).
 //
 // Decide never fails because of the policy: on a trap, a deadline overrun, a
 // bad status or an invalid decision it answers with the last good decision

@@ -23,6 +23,9 @@ var (
 	ErrModule          = errors.New("invalid policy module")
 	ErrUnknownImport   = errors.New("unknown import")
 	ErrInstantiate     = errors.New("instantiation failed")
+	ErrExpired         = errors.New("bundle expired")
+	ErrKeyRevoked      = errors.New("signing key revoked")
+	ErrRollbackState   = errors.New("rollback state unusable")
 )
 
 // Errors of Decide itself (not guest failures, which are reported in Result).

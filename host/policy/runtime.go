@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +45,7 @@ type Runtime struct {
 	cur         *module // module in service (its instance may be recovering)
 	prevGood    *module // restored when cur is quarantined
 	maxRevision int64   // highest bundle revision ever accepted
+	index       *RollbackIndex
 	gen         atomic.Uint64
 	revision    atomic.Int64
 	inService   atomic.Bool // cur != nil, readable without mu
@@ -96,6 +96,13 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	var err error
+	if r.index, err = OpenRollbackIndex(cfg.stateDir); err != nil {
+		return nil, err
+	}
+	if err := r.index.Err(); err != nil {
+		r.log.Error("policy: rollback index unusable, every bundle will be refused", "err", err)
+	}
 	if r.engineVersion == "" {
 		r.engineVersion = buildinfo.Version
 	}
@@ -136,7 +143,6 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.wasiFuncs[name] = true
 	}
 	if cfg.declog.Path != "" {
-		var err error
 		if r.dlog, err = openDecisionLog(cfg.declog); err != nil {
 			r.closeWazero(ctx)
 			return nil, err
@@ -221,12 +227,31 @@ func (r *Runtime) load(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return r.install(ctx, path, wasm, man)
+}
+
+// RollbackIndex is the runtime's rollback index (Config.WithStateDir).
+func (r *Runtime) RollbackIndex() *RollbackIndex { return r.index }
+
+// checkRevision refuses a manifest whose revision is not newer than the
+// newest accepted in this process or, for its name, in the rollback index.
+func (r *Runtime) checkRevision(path string, man *Manifest) error {
+	r.mu.Lock()
+	maxRev := r.maxRevision
+	r.mu.Unlock()
+	if man.Revision <= maxRev {
+		return loadErrorf(path, ErrOldRevision, "revision %d is not newer than %d (the newest accepted)", man.Revision, maxRev)
+	}
+	return r.index.Check(path, man.Name, man.Revision)
+}
+
+// install compiles and instantiates a verified module and puts it in
+// service; man is nil for a loose module. A bundle's revision is recorded
+// in the rollback index before the module serves.
+func (r *Runtime) install(ctx context.Context, path string, wasm []byte, man *Manifest) error {
 	if man != nil {
-		r.mu.Lock()
-		maxRev := r.maxRevision
-		r.mu.Unlock()
-		if man.Revision <= maxRev {
-			return loadErrorf(path, ErrOldRevision, "revision %d is not newer than %d (the newest accepted)", man.Revision, maxRev)
+		if err := r.checkRevision(path, man); err != nil {
+			return err
 		}
 	}
 	mod, err := r.compile(ctx, path, wasm)
@@ -244,12 +269,18 @@ func (r *Runtime) load(ctx context.Context, path string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if man != nil && man.Revision <= r.maxRevision { // a concurrent load won
-		inst.close(ctx)
-		mod.close(ctx)
-		return loadErrorf(path, ErrOldRevision, "revision %d is not newer than %d (the newest accepted)", man.Revision, r.maxRevision)
-	}
 	if man != nil {
+		err := error(nil)
+		if man.Revision <= r.maxRevision { // a concurrent load won
+			err = loadErrorf(path, ErrOldRevision, "revision %d is not newer than %d (the newest accepted)", man.Revision, r.maxRevision)
+		} else {
+			err = r.index.Record(path, man.Name, man.Revision)
+		}
+		if err != nil {
+			inst.close(ctx)
+			mod.close(ctx)
+			return err
+		}
 		r.maxRevision = man.Revision
 	}
 	old := r.cur
@@ -335,68 +366,6 @@ func (r *Runtime) readPolicy(path string) ([]byte, *Manifest, error) {
 		return nil, nil, err
 	}
 	return b.Wasm, &b.Manifest, nil
-}
-
-// verify checks signature, digests, ABI version and engine version.
-func (r *Runtime) verify(b *Bundle) error {
-	switch {
-	case b.Signature == nil && !r.cfg.insecure:
-		return loadErrorf(b.Path, ErrInsecure, "bundle is unsigned (no %s) and the insecure flag is off", SignatureFile)
-	case b.Signature == nil:
-		r.log.Warn("policy: loading an unsigned bundle (insecure mode)", "path", b.Path)
-		if err := b.VerifyDigests(); err != nil {
-			return err
-		}
-	case len(r.cfg.trusted) == 0 && r.cfg.insecure:
-		r.log.Warn("policy: no trusted key, signature not checked (insecure mode)", "path", b.Path)
-		if err := b.VerifyDigests(); err != nil {
-			return err
-		}
-	default:
-		if err := b.Verify(r.cfg.trusted); err != nil {
-			return err
-		}
-	}
-	return checkCompat(b.Path, &b.Manifest, r.engineVersion, r.log)
-}
-
-// checkCompat checks a manifest's ABI major and minimum engine version.
-func checkCompat(path string, m *Manifest, engineVersion string, log *slog.Logger) error {
-	major, minor, err := parseABIVersion(m.ABIVersion)
-	if err != nil {
-		return loadErrorf(path, ErrManifest, "%v", err)
-	}
-	if major != abi.VersionMajor {
-		return loadErrorf(path, ErrABIVersion, "manifest abi_version %d.%d: this host speaks ABI %d.x (major must match)", major, minor, abi.VersionMajor)
-	}
-	ok, dev, err := engineSatisfies(engineVersion, m.MinEngineVersion)
-	if err != nil {
-		return loadErrorf(path, ErrManifest, "min_engine_version: %v", err)
-	}
-	if dev && log != nil {
-		log.Info("policy: development engine build, min_engine_version not enforced", "engine", engineVersion, "min_engine_version", m.MinEngineVersion)
-	}
-	if !ok {
-		return loadErrorf(path, ErrEngineTooOld, "bundle needs engine >= %s, this is %s", m.MinEngineVersion, engineVersion)
-	}
-	return nil
-}
-
-// VerifyBundleFile reads and fully verifies a bundle as the runtime would
-// (signature against pub, digests, ABI major, engine version), without
-// loading it. It is what `edgellm policy verify` runs.
-func VerifyBundleFile(path string, pub []ed25519.PublicKey, lim BundleLimits, engineVersion string) (*Bundle, error) {
-	b, err := ReadBundle(path, lim)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Verify(pub); err != nil {
-		return nil, err
-	}
-	if engineVersion == "" {
-		engineVersion = buildinfo.Version
-	}
-	return b, checkCompat(path, &b.Manifest, engineVersion, nil)
 }
 
 // worker re-instantiates failed instances and quarantines modules, off the

@@ -126,7 +126,8 @@ func SignBundle(wasm []byte, m Manifest, priv ed25519.PrivateKey) (*Bundle, erro
 	if _, err := parseManifest(data); err != nil {
 		return nil, fmt.Errorf("manifest: %v", err)
 	}
-	return &Bundle{Manifest: m, ManifestBytes: data, Signature: ed25519.Sign(priv, data), Wasm: wasm}, nil
+	id := KeyID(priv.Public().(ed25519.PublicKey))
+	return &Bundle{Manifest: m, ManifestBytes: data, Signature: ed25519.Sign(priv, data), KeyID: id, Wasm: wasm}, nil
 }
 
 // IsTarGzPath reports whether a bundle path names an archive (.tar.gz, .tgz)
@@ -145,7 +146,7 @@ func (b *Bundle) Write(path string) error {
 	}{
 		{PolicyFile, b.Wasm},
 		{ManifestFile, b.ManifestBytes},
-		{SignatureFile, []byte(base64.StdEncoding.EncodeToString(b.Signature) + "\n")},
+		{SignatureFile, encodeSignature(b.KeyID, b.Signature)},
 	}
 	if !IsTarGzPath(path) {
 		if err := os.MkdirAll(path, 0o755); err != nil {
@@ -177,6 +178,16 @@ func (b *Bundle) Write(path string) error {
 		return err
 	}
 	return writeFileAtomic(path, buf.Bytes(), 0o644)
+}
+
+// encodeSignature writes manifest.sig: "KEYID BASE64\n", or the base64
+// alone when the key ID is unknown.
+func encodeSignature(keyID string, sig []byte) []byte {
+	s := base64.StdEncoding.EncodeToString(sig) + "\n"
+	if keyID != "" {
+		s = keyID + " " + s
+	}
+	return []byte(s)
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames it.

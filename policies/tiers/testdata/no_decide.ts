@@ -1,0 +1,6 @@
+// Bad on purpose: no decide export.
+export function edgellm_abi_version_major(): i32 { return 1; }
+export function edgellm_abi_version_minor(): i32 { return 0; }
+const IN: usize = memory.data(1024, 16);
+export function in_ptr(): i32 { return <i32>IN; }
+export function out_ptr(): i32 { return <i32>IN; }
