@@ -152,7 +152,8 @@ type Adapter struct {
 	MinInterval time.Duration
 	lastCall    time.Time
 
-	ctx int // the session's context length
+	ctx  int         // the session's context length
+	spec Speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
 
 	// Calls, Changes, Failures and PolicyTime count what the adapter did.
 	Calls, Changes, Failures, Swaps int
@@ -284,6 +285,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = a.cur.Tier, a.cur.SpecK, a.cur.Window, a.cur.Anchors, a.cur.KVType
 	s.CurLayerBits = a.cur.LayerBits
 	s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
+	a.fillSpec(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -377,9 +379,7 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	} else {
 		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
 	}
-	if !caps.Speculative {
-		d.SpecK = old.SpecK
-	}
+	a.applySpec(&d, old, &changes)
 	if !caps.PerLayerPrec {
 		d.LayerBits = old.LayerBits
 	} else if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {

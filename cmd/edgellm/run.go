@@ -33,6 +33,7 @@ func init() {
 			addPolicyFlags(fs)
 			addRunStatsFlags(fs)
 			addLayerSetFlags(fs)
+			addSpecFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runRun,
@@ -92,6 +93,7 @@ type runOptions struct {
 	policyOptions   `koanf:",squash"`
 	runStatsOptions `koanf:",squash"`
 	layerSetOptions `koanf:",squash"`
+	specOptions     `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -272,6 +274,9 @@ func runRun(c *cmdEnv, args []string) error {
 				t.From, t.To, step, float64(t.StateBytes)/1024, ms(t.Serialize), ms(t.Unload), ms(t.Load), ms(t.Restore), ms(t.Total()))
 			return nil
 		}
+	}
+	if o.Draft != "" {
+		return runSpec(c, o.specOptions, adapter, len(plan.at) > 0, eng, sess, sp, vocab, prompt, o.NPredict, emit)
 	}
 	rs.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, vocab, prompt, opts, emit)
