@@ -22,6 +22,7 @@ type Speculation interface {
 	Sensors() native.SpecSensors
 	SetDraftThreads(threads int, mask uint64) error
 	SetVerifyCPUMask(mask uint64) error
+	SetMeasure(on bool)
 }
 
 var _ Speculation = (*native.Speculator)(nil)
@@ -30,6 +31,7 @@ var _ Speculation = (*native.Speculator)(nil)
 // starts at sp's K.
 func (a *Adapter) AttachSpeculation(sp Speculation) {
 	a.spec = sp
+	sp.SetMeasure(true) // the policy needs the costs measured
 	a.cur.SpecK = int32(sp.K())
 }
 

@@ -45,6 +45,7 @@ type specSide struct {
 	toks     []int32
 	st       native.SpecStats
 	ss       native.SpecSensors
+	times    native.StepTimes
 	k        int
 }
 
@@ -117,7 +118,7 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		r.tps = float64(o.NPredict-1) / dt.Seconds()
 		r.rss, r.pss = mem.Now()
 		r.kvBytes, r.draftKV = ns.KV().Bytes(), sp.DraftKVBytes()
-		r.st, r.ss, r.k = sp.Stats(), sp.Sensors(), sp.K()
+		r.st, r.ss, r.k, r.times = sp.Stats(), sp.Sensors(), sp.K(), sp.StepTimes()
 		return r, nil
 	}
 	var plain, specs []specSide
@@ -164,21 +165,27 @@ func printSpecBench(w io.Writer, so benchSpecOptions, spec native.DraftSpec, pla
 	} else {
 		fmt.Fprintf(w, "greedy outputs identical: NO (first difference at token %d)\n", same)
 	}
-	ss := b.ss
-	fmt.Fprintf(w, "measured costs: draft step c = %.3f; verify v(n) =", ss.DraftCost)
-	for i, v := range ss.VerifyCost {
+	// Costs relative to the plain side's step (same process, same prompt).
+	unit := a.times.Verify[0].Seconds()
+	if unit <= 0 {
+		return
+	}
+	c := b.times.Draft.Seconds() / unit
+	fmt.Fprintf(w, "measured costs (÷ plain step %.2f ms): draft step c = %.3f; verify v(n) =", unit*1000, c)
+	for i, v := range b.times.Verify {
 		if v > 0 {
-			fmt.Fprintf(w, " v(%d)=%.3f", i+1, v)
+			fmt.Fprintf(w, " v(%d)=%.3f", i+1, v.Seconds()/unit)
 		}
 	}
 	fmt.Fprintln(w)
-	if alpha := b.st.Acceptance(); b.k > 0 && alpha > 0 && alpha < 1 && ss.DraftCost > 0 {
+	if alpha := b.st.Acceptance(); b.k > 0 && b.times.Verify[b.k] > 0 {
 		kk := float64(b.k)
-		v := float64(ss.VerifyCost[b.k])
-		if v == 0 {
-			v = float64(kk + 1)
+		v := b.times.Verify[b.k].Seconds() / unit
+		e := kk + 1 // α = 1
+		if alpha < 1 {
+			e = (1 - pow(alpha, b.k+1)) / (1 - alpha)
 		}
-		exp := (1 - pow(alpha, b.k+1)) / ((1 - alpha) * (kk*float64(ss.DraftCost) + v))
+		exp := e / (kk*c + v)
 		fmt.Fprintf(w, "analytic expectation at α = %.3f, K = %d: %.3f× (measured %.3f×, %.2f of it)\n", alpha, b.k, exp, st/pt, st/pt/exp)
 	}
 }

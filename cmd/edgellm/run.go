@@ -276,7 +276,7 @@ func runRun(c *cmdEnv, args []string) error {
 		}
 	}
 	if o.Draft != "" {
-		return runSpec(c, o.specOptions, adapter, len(plan.at) > 0, eng, sess, sp, vocab, prompt, o.NPredict, emit)
+		return endLine(out, runSpec(c, o.specOptions, adapter, len(plan.at) > 0, eng, sess, sp, vocab, prompt, o.NPredict, emit))
 	}
 	rs.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, vocab, prompt, opts, emit)

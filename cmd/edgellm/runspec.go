@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +81,15 @@ func newSpeculator(c *cmdEnv, o specOptions, eng host.Engine, sess host.Session,
 		}
 	}
 	return s, cleanup, nil
+}
+
+// endLine ends the generated text with a newline, as a plain run does.
+func endLine(out *bufio.Writer, err error) error {
+	fmt.Fprintln(out)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // runSpec generates with speculative decoding and prints the acceptance,

@@ -88,7 +88,8 @@ type Speculator struct {
 	// draftPool and verifyPool are the draft's and the target's own
 	// threadpools (specthreads.go), nil = the session's.
 	draftPool, verifyPool *pool
-	steps                 int // Step calls
+	steps                 int  // Step calls
+	measure               bool // take a plain step now and then to keep v(1) measured (SetMeasure)
 }
 
 // SetAuto makes the Speculator choose K itself before each round: the K
@@ -96,6 +97,11 @@ type Speculator struct {
 // measurements (SpecSensors.BestK), 0 when speculation does not pay, with
 // a probe one K above the choice every 16 rounds so costs stay measured.
 func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
+
+// SetMeasure makes every 64th round (and the first) a plain step, so the
+// costs relative to one plain target step stay measured while K > 0 (for a
+// policy reading the sensors). Auto mode measures on its own.
+func (sp *Speculator) SetMeasure(on bool) { sp.measure = on }
 
 // autoK is the K of the next round in auto mode.
 func (sp *Speculator) autoK() int {
@@ -249,6 +255,9 @@ func (sp *Speculator) Step() ([]int32, error) {
 		sp.k = sp.autoK()
 	}
 	k := sp.k
+	if sp.measure && sp.k > 0 && (!sp.meter.haveVer[0] || sp.steps%64 == 0) {
+		k = 0 // a plain step keeps v(1), the unit of the costs, measured
+	}
 	if r := sp.room() - 1; k > r {
 		k = max(0, r)
 		sp.stats.Clamped++

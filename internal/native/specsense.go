@@ -69,6 +69,26 @@ func (m *specMeter) draftSteps(steps int, d time.Duration) {
 	}
 }
 
+// StepTimes are the smoothed absolute times behind the sensors: a draft
+// step and a target batch of n = i+1 tokens (0 = not measured).
+type StepTimes struct {
+	Draft  time.Duration
+	Verify [MaxSpecK + 1]time.Duration
+}
+
+// StepTimes returns the smoothed absolute step times.
+func (sp *Speculator) StepTimes() StepTimes {
+	m := &sp.meter
+	var t StepTimes
+	t.Draft = time.Duration(m.draftStep * float64(time.Second))
+	for i, v := range m.verify {
+		if m.haveVer[i] {
+			t.Verify[i] = time.Duration(v * float64(time.Second))
+		}
+	}
+	return t
+}
+
 // Sensors returns the measurements so far.
 func (sp *Speculator) Sensors() SpecSensors {
 	m := &sp.meter
