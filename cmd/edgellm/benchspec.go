@@ -107,6 +107,9 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		r.toks = append(r.toks, tok)
 		t0 := time.Now()
 		for len(r.toks) < o.NPredict {
+			if err := c.Ctx.Err(); err != nil {
+				return r, err
+			}
 			out, err := sp.Step()
 			if err != nil {
 				return r, err
@@ -135,6 +138,49 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		plain, specs = append(plain, a), append(specs, b)
 	}
 	printSpecBench(c.Stdout, so, spec, plain, specs, o)
+	return verifyCurve(c, eng, p.Tokens, o)
+}
+
+// verifyCurve measures v(n): the median time of a target batch of n = 1..9
+// tokens (logits on every row, as a verify pass) at the prompt's context,
+// divided by the median single-token step; 3 repeats per n, interleaved.
+func verifyCurve(c *cmdEnv, eng *native.Engine, prompt []int32, o benchOptions) error {
+	s, err := eng.NewSession(engine.SessionConfig{NCtx: o.Ctx, Threads: o.Threads})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := s.Decode(prompt, engine.LogitsLast); err != nil {
+		return err
+	}
+	n0 := s.Len()
+	batch := make([]int32, native.MaxSpecK+1)
+	for i := range batch {
+		batch[i] = prompt[(i+1)%len(prompt)]
+	}
+	const reps = 3
+	var times [native.MaxSpecK + 1][]float64
+	for range reps {
+		for n := 1; n <= native.MaxSpecK+1; n++ {
+			if err := c.Ctx.Err(); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			if err := s.Decode(batch[:n], engine.LogitsAll); err != nil {
+				return err
+			}
+			times[n-1] = append(times[n-1], time.Since(t0).Seconds())
+			if err := s.Truncate(n0); err != nil {
+				return err
+			}
+		}
+	}
+	one := bench.Median(times[0])
+	fmt.Fprintf(c.Stdout, "verify cost curve v(n) (median of %d, ÷ one step of %.2f ms):", reps, one*1000)
+	for n := range times {
+		fmt.Fprintf(c.Stdout, " v(%d)=%.2f", n+1, bench.Median(times[n])/one)
+	}
+	fmt.Fprintln(c.Stdout)
 	return nil
 }
 
