@@ -152,7 +152,23 @@ func (p *pass) head(s *Session) *Weights {
 }
 
 // passDrafter drafts with a pass over the session's own KV.
-type passDrafter struct{ p *pass }
+type passDrafter struct {
+	p   *pass
+	eng *Engine
+}
+
+// countUse counts a self draft's set as used (by = +1) or not (-1), so
+// Engine.AdviseUnused leaves its pages alone while it drafts.
+func (d *passDrafter) countUse(by int) {
+	if !d.p.self {
+		return
+	}
+	u := &d.eng.use[d.p.set]
+	for il := range u.layer {
+		u.layer[il] += by
+	}
+	u.head += by
+}
 
 func (s *Session) newPassDrafter(p *pass) (*passDrafter, error) {
 	if p.self {
@@ -169,7 +185,9 @@ func (s *Session) newPassDrafter(p *pass) (*passDrafter, error) {
 		p.gr.Close()
 		return nil, err
 	}
-	return &passDrafter{p: p}, nil
+	d := &passDrafter{p: p, eng: s.eng}
+	d.countUse(1)
+	return d, nil
 }
 
 func (d *passDrafter) draft(sp *Speculator, k int) error {
@@ -198,6 +216,7 @@ func (d *passDrafter) draft(sp *Speculator, k int) error {
 func (d *passDrafter) sync(*Speculator) error { return nil }
 func (d *passDrafter) kvBytes() int64         { return 0 }
 func (d *passDrafter) close() error {
+	d.countUse(-1)
 	d.p.ga.Close()
 	return d.p.gr.Close()
 }
