@@ -65,7 +65,8 @@ type Adapter struct {
 	minInterval time.Duration
 	lastCall    time.Time
 
-	ctx int // the session's context length
+	ctx  int         // the session's context length
+	spec Speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
 
 	st PolicyStats
 }
@@ -212,6 +213,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = a.cur.Tier, a.cur.SpecK, a.cur.Window, a.cur.Anchors, a.cur.KVType
 	s.CurLayerBits = a.cur.LayerBits
 	s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
+	a.fillSpec(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -284,6 +286,7 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 			changes = append(changes, c)
 		}
 	}
+	a.applySpec(&d, old, &changes)
 	if d.CadenceSteps != old.CadenceSteps {
 		changes = append(changes, fmt.Sprintf("cadence %d→%d", old.CadenceSteps, d.CadenceSteps))
 	}

@@ -36,6 +36,7 @@ func init() {
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
 			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (no effect in this build: ollama's cgo build of ggml does not define GGML_USE_CPU_REPACK)")
 			addJSONFlag(fs)
+			addBenchSpecFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runBench,
@@ -43,22 +44,23 @@ func init() {
 }
 
 type benchOptions struct {
-	Model     string   `koanf:"model"`
-	NPrompt   int      `koanf:"n-prompt"`
-	NPredict  int      `koanf:"n-predict"`
-	Repeats   int      `koanf:"repeats"`
-	Threads   int      `koanf:"threads"`
-	Ctx       int      `koanf:"ctx"`
-	KVType    string   `koanf:"kv-type"`
-	Attention string   `koanf:"attention"`
-	Engine    string   `koanf:"engine"`
-	Compare   string   `koanf:"compare"`
-	Swap      bool     `koanf:"swap"`
-	Tiers     []string `koanf:"tiers"`
-	CtxTokens int      `koanf:"ctx-tokens"`
-	NoRepack  bool     `koanf:"no-repack"`
-	JSON      bool     `koanf:"json"`
-	Verbose   bool     `koanf:"verbose"`
+	Model            string   `koanf:"model"`
+	NPrompt          int      `koanf:"n-prompt"`
+	NPredict         int      `koanf:"n-predict"`
+	Repeats          int      `koanf:"repeats"`
+	Threads          int      `koanf:"threads"`
+	Ctx              int      `koanf:"ctx"`
+	KVType           string   `koanf:"kv-type"`
+	Attention        string   `koanf:"attention"`
+	Engine           string   `koanf:"engine"`
+	Compare          string   `koanf:"compare"`
+	Swap             bool     `koanf:"swap"`
+	Tiers            []string `koanf:"tiers"`
+	CtxTokens        int      `koanf:"ctx-tokens"`
+	NoRepack         bool     `koanf:"no-repack"`
+	JSON             bool     `koanf:"json"`
+	Verbose          bool     `koanf:"verbose"`
+	benchSpecOptions `koanf:",squash"`
 }
 
 // benchText is the prompt text: tokenized and repeated to the prompt length.
@@ -170,6 +172,9 @@ func runBench(c *cmdEnv, args []string) error {
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err
+	}
+	if o.Spec != "" {
+		return runBenchSpec(c, o, o.benchSpecOptions, path, text)
 	}
 	bo := bench.Options{Engine: o.Engine, NPrompt: o.NPrompt, NGen: o.NPredict, Repeats: o.Repeats,
 		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, NoRepack: o.NoRepack,

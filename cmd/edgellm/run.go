@@ -29,6 +29,7 @@ func init() {
 			addPolicyFlags(fs)
 			addRunStatsFlags(fs)
 			addLayerSetFlags(fs)
+			addSpecFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runRun,
@@ -94,6 +95,7 @@ type runOptions struct {
 	att      host.Attention
 	sampling host.SamplingParams
 	plan     swapPlan
+	specOptions     `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -166,6 +168,9 @@ func runRun(c *cmdEnv, args []string) error {
 	}
 	if adapter != nil {
 		defer stopPolicy(c, adapter)
+	}
+	if o.Draft != "" {
+		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, o.sampling, eng.Vocab(), prompt, o.NPredict, out.emit))
 	}
 	out.stats.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, eng.Vocab(), prompt, gen, out.emit)

@@ -171,8 +171,9 @@ type Capabilities struct {
 	PerLayerPrec   bool // per-layer weight precision (several weight sets)
 	SlidingWindow  bool // ring KV with anchors
 	PerLayerWindow bool // each layer its own window
-	// Speculative is true when the engine decodes speculatively with up to
-	// MaxSpeculativeK draft tokens a step; no engine does yet.
+	// Speculative is true when the engine can decode speculatively, with up
+	// to MaxSpeculativeK draft tokens a step, once a draft is attached (the
+	// native engine; host.Adapter.AttachSpeculation).
 	Speculative     bool
 	MaxSpeculativeK int
 }

@@ -39,6 +39,13 @@ type Options struct {
 	// ColdAdvice is what Engine.AdviseUnused does to unused sets' pages
 	// ("" = dontneed).
 	ColdAdvice ColdAdvice
+	// SynthScaleFrom and SynthEps build an acceptance-controlled SYNTHETIC
+	// pair for speculative decoding benchmarks: the attention and FFN
+	// output projections of layers ≥ SynthScaleFrom are scaled by SynthEps
+	// (0 = off), so a skip:SynthScaleFrom draft agrees with the target at a
+	// rate SynthEps controls. Not a real model: label results SYNTHETIC.
+	SynthScaleFrom int
+	SynthEps       float32
 }
 
 // LoadReport describes what Load did.
@@ -167,7 +174,7 @@ func (e *Engine) Vocab() engine.Vocab {
 
 // Capabilities of the native engine as built so far.
 func (e *Engine) Capabilities() engine.Capabilities {
-	return engine.Capabilities{SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1}
+	return engine.Capabilities{Speculative: true, MaxSpeculativeK: MaxSpecK, SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1}
 }
 
 // Close unmaps the weights. Sessions must be closed first.

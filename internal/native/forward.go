@@ -64,7 +64,11 @@ type graph struct {
 	// every layer on ring 0).
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
-	logits kernels.Tensor // F32 [n_vocab, n_out]
+	// synthFrom and synthEps (Options.SynthScaleFrom/Eps, SYNTHETIC): the
+	// attention and FFN outputs of layers ≥ synthFrom are scaled by synthEps.
+	synthFrom int
+	synthEps  float32
+	logits    kernels.Tensor // F32 [n_vocab, n_out]
 }
 
 // graphNodes bounds the nodes (and tensors) of one graph.
@@ -178,6 +182,9 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nTok)
 		}
 		a = c.MulMat(l.Wo, a)
+		if g.synthEps != 0 && il >= g.synthFrom {
+			a = c.Scale(a, g.synthEps)
+		}
 
 		if il == len(layers)-1 && !g.outIDs.Nil() {
 			// only the rows that want logits go on
@@ -189,7 +196,11 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		// SwiGLU feed-forward
 		h = c.Mul(c.RMSNorm(x, cfg.NormEps), l.FFNNorm)
 		f := c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
-		x = c.Add(c.MulMat(l.WDown, f), x)
+		ffn := c.MulMat(l.WDown, f)
+		if g.synthEps != 0 && il >= g.synthFrom {
+			ffn = c.Scale(ffn, g.synthEps)
+		}
+		x = c.Add(ffn, x)
 	}
 	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
 	g.logits = c.MulMat(w.Output, x) // [n_vocab, n_out]

@@ -30,6 +30,9 @@ type Session struct {
 	be *kernels.CPUBackend
 	ga *kernels.Gallocr
 	gr *graph
+	// lastGr is the graph of the last Decode (the target's or a draft
+	// pass's): Logits reads it.
+	lastGr *graph
 
 	layers   []*LayerWeights // weights used per layer (the selected set)
 	layerSet []int           // weight set of each layer
@@ -74,6 +77,12 @@ func (e *Engine) NewSession(sc engine.SessionConfig) (engine.Session, error) {
 }
 
 func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
+	return e.newSessionOn(sc, nil)
+}
+
+// newSessionOn creates a session over kv (nil: a new arena); a given arena
+// (a draft model's part of its target's memfd) is closed with the session.
+func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
@@ -106,7 +115,9 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 			s.Close()
 		}
 	}()
-	if s.kv, err = NewKVArena(cfg, typ, s.nCtx); err != nil {
+	if kv != nil {
+		s.kv = kv
+	} else if s.kv, err = NewKVArena(cfg, typ, s.nCtx); err != nil {
 		return nil, fmt.Errorf("native: %w", err)
 	}
 	if s.tp, err = kernels.NewThreadpool(kernels.ThreadpoolParams{NThreads: threads, CPUs: e.opts.CPUs,
@@ -142,6 +153,12 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 // Decode evaluates tokens at positions [Len(), Len()+len(tokens)) as one
 // graph and keeps logits for the last token or all of them.
 func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
+	return s.decode(nil, tokens, want)
+}
+
+// decode is Decode through pass p (nil: the target's full graph; a draft
+// pass runs fewer layers or another weight set over the same KV, spec.go).
+func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error {
 	if s.kv == nil {
 		return ErrClosed
 	}
@@ -178,13 +195,20 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 		key.setNKV(r, rg.assign(s.n, nTok, s.anchors, pad))
 	}
 	s.lastValid = false
-	if s.gr.key != key {
+	gr, ga, layers, head := s.gr, s.ga, s.layers, s.eng.sets[s.headSet]
+	if p != nil {
+		gr, ga, layers, head = p.gr, p.ga, p.layers(s), p.head(s)
+	}
+	s.lastGr = gr
+	if gr.key != key {
 		t0 := time.Now()
-		if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
+		gr.ringOf = s.ringOf
+		gr.synthFrom, gr.synthEps = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps
+		if err := gr.build(key, s.cfg, head, layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
 		}
-		if err := s.ga.Alloc(s.gr.g); err != nil {
-			s.gr.key = graphKey{}
+		if err := ga.Alloc(gr.g); err != nil {
+			gr.key = graphKey{}
 			return err
 		}
 		s.stats.GraphBuilds++
@@ -192,7 +216,7 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 	} else {
 		s.stats.GraphReuses++
 	}
-	g := s.gr
+	g := gr
 	copy(g.tokens.Int32s(), tokens)
 	pos := g.pos.Int32s()
 	for i := range nTok {
@@ -245,7 +269,7 @@ func (s *Session) Logits(i int, dst []float32) error {
 	if len(dst) < nv {
 		return fmt.Errorf("native: logits buffer of %d < n_vocab %d", len(dst), nv)
 	}
-	copy(dst[:nv], s.gr.logits.Float32s()[row*nv:(row+1)*nv])
+	copy(dst[:nv], s.lastGr.logits.Float32s()[row*nv:(row+1)*nv])
 	return nil
 }
 
@@ -277,6 +301,7 @@ func (s *Session) reserve() error {
 		key.setNKV(r, rg.end)
 	}
 	s.gr.ringOf = s.ringOf
+	s.gr.synthFrom, s.gr.synthEps = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return fmt.Errorf("native: build graph: %w", err)
 	}

@@ -68,12 +68,37 @@ func (s *Sampler) Reset() { s.hpos, s.hlen = 0, 0 }
 
 // Sample returns the next token for logits (len n_vocab). logits is not modified.
 func (s *Sampler) Sample(logits []float32) (int32, error) {
+	tok, done, err := s.filter(logits, nil)
+	if err != nil || done {
+		return tok, err
+	}
+	// 5. draw from the renormalised distribution.
+	c := &s.cand
+	var total float32
+	for i := 0; i < c.n; i++ {
+		total += c.val[i]
+	}
+	r := s.rng.Float32() * total
+	for i := 0; i < c.n; i++ {
+		r -= c.val[i]
+		if r < 0 {
+			return c.tok[i], nil
+		}
+	}
+	return c.tok[c.n-1], nil
+}
+
+// filter applies the transforms to logits, as if the tokens in extra had
+// been accepted after the history. Greedy: it returns the argmax and done.
+// Otherwise s.cand holds the surviving tokens, most likely first, with
+// their softmax probabilities before renormalisation.
+func (s *Sampler) filter(logits []float32, extra []int32) (int32, bool, error) {
 	n := len(logits)
 	if n == 0 {
-		return 0, ErrEmptyLogits
+		return 0, true, ErrEmptyLogits
 	}
 	if n > len(s.cand.tok) {
-		return 0, fmt.Errorf("sample: %d logits for a vocabulary of %d", n, len(s.cand.tok))
+		return 0, true, fmt.Errorf("sample: %d logits for a vocabulary of %d", n, len(s.cand.tok))
 	}
 	c := &s.cand
 	c.n = n
@@ -82,18 +107,7 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 		c.tok[i] = int32(i)
 	}
 	// 1. repetition penalty (as llama.cpp: divide positive logits, multiply negative).
-	if s.p.RepeatPenalty != 1 {
-		for i := 0; i < s.hlen; i++ {
-			t := s.history[i]
-			if int(t) < n && c.val[t] == logits[t] { // not yet penalised: once per token, as llama.cpp
-				if c.val[t] > 0 {
-					c.val[t] /= s.p.RepeatPenalty
-				} else {
-					c.val[t] *= s.p.RepeatPenalty
-				}
-			}
-		}
-	}
+	s.penalize(logits, extra)
 	// 2. greedy: argmax (lowest id wins ties, deterministic).
 	if s.p.Greedy() {
 		best := 0
@@ -102,7 +116,7 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 				best = i
 			}
 		}
-		return int32(best), nil
+		return int32(best), true, nil
 	}
 	// 3. top-k: keep the k largest, sorted descending.
 	k := n
@@ -142,19 +156,35 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 			}
 		}
 	}
-	// 5. draw from the renormalised distribution.
-	var total float32
-	for i := 0; i < c.n; i++ {
-		total += c.val[i]
+	return 0, false, nil
+}
+
+// penalize applies the repetition penalty to s.cand for the last
+// RepeatLastN tokens of the history followed by extra, once per token.
+func (s *Sampler) penalize(logits []float32, extra []int32) {
+	if s.p.RepeatPenalty == 1 || len(s.history) == 0 {
+		return
 	}
-	r := s.rng.Float32() * total
-	for i := 0; i < c.n; i++ {
-		r -= c.val[i]
-		if r < 0 {
-			return c.tok[i], nil
+	c := &s.cand
+	n := len(logits)
+	pen := func(t int32) {
+		if int(t) < n && t >= 0 && c.val[t] == logits[t] { // not yet penalised: once per token, as llama.cpp
+			if c.val[t] > 0 {
+				c.val[t] /= s.p.RepeatPenalty
+			} else {
+				c.val[t] *= s.p.RepeatPenalty
+			}
 		}
 	}
-	return c.tok[c.n-1], nil
+	L := len(s.history)
+	ne := min(len(extra), L)
+	for _, t := range extra[len(extra)-ne:] {
+		pen(t)
+	}
+	keep := min(s.hlen, L-ne) // the most recent history tokens still in the window
+	for i := range keep {
+		pen(s.history[((s.hpos-1-i)%L+L)%L])
+	}
 }
 
 // candidates is a (token, value) list sortable by value, descending.

@@ -70,6 +70,7 @@ type state struct {
 	// learnFreed: a memory step down happened and its effect is not read yet.
 	learnFreed bool
 	learnTier  int32 // the tier that step moved to
+	spec       specState
 }
 
 // maxTrackedTiers bounds the tiers whose memory cost is remembered.
@@ -95,7 +96,9 @@ func reset() { st = state{} }
 // speculation.
 func Decide(s *abi.Sensors, d *abi.Decision) {
 	var r reason
-	speculation(s, d, &r)
+	if !specRate(s, d, &r) {
+		speculation(s, d, &r)
+	}
 	throughput(s, d, &r)
 	tier(s, d, &r)
 	emergency(s, d, &r)

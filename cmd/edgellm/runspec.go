@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/native"
+	"github.com/spf13/pflag"
+)
+
+// Speculative decoding for `edgellm run` (native engine): --draft SPEC
+// picks the draft (skip:N, self:TYPE, ngram or a GGUF file), --spec-k its
+// length (N, or auto: chosen each round from measured acceptance and
+// costs). run.go hooks it in with a flag registration, an options field and
+// one call.
+
+func addSpecFlags(fs *pflag.FlagSet) {
+	fs.String("draft", "", "speculative decoding draft (native engine): skip:N (first N layers), self:TYPE (a --layer-sets weight set, e.g. self:q4_0), ngram (prompt lookup) or a smaller GGUF with the same vocabulary")
+	fs.String("spec-k", "4", "draft tokens per round with --draft: 1-8, or auto")
+}
+
+type specOptions struct {
+	Draft string `koanf:"draft"`
+	SpecK string `koanf:"spec-k"`
+}
+
+// parseSpecK returns K (clamped to 1..MaxSpecK, with a notice) or auto.
+func parseSpecK(c *cmdEnv, v string) (int, bool, error) {
+	if strings.TrimSpace(v) == "auto" {
+		return 0, true, nil
+	}
+	k, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || k < 0 {
+		return 0, false, usagef("--spec-k %q: want a number of draft tokens or auto", v)
+	}
+	if k > native.MaxSpecK {
+		c.Logf("--spec-k %d is above the maximum %d: using %d", k, native.MaxSpecK, native.MaxSpecK)
+		k = native.MaxSpecK
+	}
+	return k, false, nil
+}
+
+// newSpeculator resolves --draft against the native session.
+func newSpeculator(c *cmdEnv, o specOptions, eng host.Engine, sess host.Session, sp host.SamplingParams) (*native.Speculator, func(), error) {
+	ne, ok1 := eng.(*native.Engine)
+	ns, ok2 := sess.(*native.Session)
+	if !ok1 || !ok2 {
+		return nil, nil, usagef("--draft needs the native engine (this model runs on %s)", eng.Name())
+	}
+	k, auto, err := parseSpecK(c, o.SpecK)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := native.ParseDraftSpec(o.Draft)
+	if err != nil {
+		return nil, nil, usagef("--draft: %v", err)
+	}
+	var de *native.Engine
+	if spec.Kind == native.DraftModel {
+		if de, err = native.LoadDraft(spec.Path, ne); err != nil {
+			return nil, nil, err
+		}
+		spec.Eng = de
+	}
+	s, err := native.NewSpeculator(ns, spec, sp, k)
+	if err != nil {
+		if de != nil {
+			de.Close()
+		}
+		return nil, nil, err
+	}
+	s.SetAuto(auto)
+	cleanup := func() {
+		s.Close()
+		if de != nil {
+			de.Close()
+		}
+	}
+	return s, cleanup, nil
+}
+
+// endLine ends the generated text with a newline, as a plain run does.
+func endLine(out *bufio.Writer, err error) error {
+	fmt.Fprintln(out)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// runSpec generates with speculative decoding and prints the acceptance,
+// mean accepted length and draft/verify time split at the end.
+func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, sp host.SamplingParams, vocab host.Vocab,
+	prompt []int32, nPredict int, emit func(int32) error) error {
+	if swaps {
+		return usagef("--draft and --swap-at cannot be combined")
+	}
+	s, cleanup, err := newSpeculator(c, o, eng, sess, sp)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if adapter != nil {
+		s.SetAuto(false) // K is the policy's
+		adapter.AttachSpeculation(s)
+	}
+	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.DraftKVBytes())
+	t0 := time.Now()
+	tok, err := s.Start(prompt)
+	if err != nil {
+		return err
+	}
+	prefill := time.Since(t0)
+	t1 := time.Now()
+	n, eog := 0, false
+	toks := []int32{tok}
+	for n < nPredict {
+		for _, t := range toks {
+			if vocab.IsEOG(t) {
+				eog = true
+				break
+			}
+			if err := emit(t); err != nil {
+				return err
+			}
+			if n++; n == nPredict {
+				break
+			}
+		}
+		if eog || n == nPredict {
+			break
+		}
+		if adapter != nil {
+			if err := adapter.BeforeStep(n); err != nil {
+				return err
+			}
+		}
+		if toks, err = s.Step(); err != nil {
+			return err
+		}
+	}
+	dec := time.Since(t1)
+	st := s.Stats()
+	note := ""
+	if eog {
+		note = "; stopped at end of generation"
+	}
+	c.Logf("\nprefill: %d tokens in %s; decode: %d tokens in %s (%.1f tok/s)%s",
+		len(prompt), ms(prefill), n, ms(dec), float64(n)/dec.Seconds(), note)
+	total := st.DraftTime + st.VerifyTime
+	share := 0.0
+	if total > 0 {
+		share = 100 * st.DraftTime.Seconds() / total.Seconds()
+	}
+	if adapter != nil {
+		ps := adapter.Stats()
+		c.Logf("policy: %d calls, %d changes, %d failures, %s in policy calls", ps.Calls, ps.Changes, ps.Failures, ms(ps.PolicyTime))
+	}
+	c.Logf("speculation: acceptance %.3f (%d/%d drafts), mean accepted length %.2f per round, %d rounds, %d plain steps, K %d at the end; draft %s (%.0f%%), verify %s",
+		st.Acceptance(), st.Accepted, st.Drafted, st.MeanAccepted(), st.Rounds, st.PlainSteps, s.K(), ms(st.DraftTime), share, ms(st.VerifyTime))
+	return nil
+}

@@ -1,0 +1,392 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/sample"
+)
+
+// Speculative decoding (Leviathan et al., Chen et al.; llama.cpp's
+// common/speculative.cpp): a cheap draft proposes up to K tokens, the
+// target evaluates [last, d1..dK] in one batch with logits on every row,
+// the drafts are accepted by rejection sampling over the distributions
+// after the same sampler transforms on both sides (internal/sample), and
+// the session is truncated back over the rejected positions. Drafts
+// (draft.go, draftmodel.go) share the session's KV: skip:N and self:TYPE
+// write provisional rows in place that the verify batch overwrites; a
+// separate draft model keeps its KV in the same memfd as the target's.
+//
+// Rollback is Session.Truncate: O(1) without a window, O(rejected) head
+// moves with one. A provisional token never evicts a position a rejection
+// needs back: Decode refuses a batch that does not fit a ring beside its
+// window (window + batch ≤ ring), so the slots the K+1 provisional tokens
+// take held positions already outside the window of every later query.
+
+// MaxSpecK is the largest K a Speculator accepts (abi.MaxSpecK).
+const MaxSpecK = 8
+
+// SpecStats counts what speculative decoding did.
+type SpecStats struct {
+	Rounds     int // rounds with at least one draft token
+	PlainSteps int // steps without a draft (ngram miss, p_min on the first token, K = 0)
+	Drafted    int // draft tokens proposed
+	Accepted   int // draft tokens accepted
+	Emitted    int // tokens emitted (accepted + corrections + bonus + plain)
+	// DraftedAt[i] and AcceptedAt[i] count draft position i (0-based).
+	DraftedAt, AcceptedAt [MaxSpecK]int
+	DraftSteps            int // draft forward passes
+	DraftTime             time.Duration
+	VerifyTime            time.Duration // verify batches and plain steps
+	Clamped               int           // rounds whose K was cut to fit the context or ring
+}
+
+// Acceptance is accepted ÷ drafted tokens (0 before any draft).
+func (st SpecStats) Acceptance() float64 {
+	if st.Drafted == 0 {
+		return 0
+	}
+	return float64(st.Accepted) / float64(st.Drafted)
+}
+
+// MeanAccepted is the mean number of draft tokens accepted per round.
+func (st SpecStats) MeanAccepted() float64 {
+	if st.Rounds == 0 {
+		return 0
+	}
+	return float64(st.Accepted) / float64(st.Rounds)
+}
+
+// Speculator generates tokens on a Session with speculative decoding. It
+// owns the sampler (target transforms and the seeded random stream: a fixed
+// seed reproduces the output). Not safe for concurrent use; close it
+// before its Session.
+type Speculator struct {
+	s     *Session
+	d     drafter
+	spec  DraftSpec
+	smp   *sample.Sampler // target transforms + the random stream
+	dsmp  *sample.Sampler // draft transforms (same parameters, history via extra)
+	rej   *sample.Rejector
+	k     int
+	pMin  float32
+	greed bool
+
+	hist    []int32 // every token so far; the session holds all but the last
+	drafts  []int32
+	q       []sample.Dist // draft distributions (sampling with a model draft)
+	qPoint  bool          // the drafts are point masses (greedy or n-gram)
+	p       sample.Dist
+	logits  []float32
+	dlogits []float32
+	out     []int32
+	stats   SpecStats
+	meter   specMeter
+	auto    bool // choose K each round from the measurements (SetAuto)
+	// draftPool and verifyPool are the draft's and the target's own
+	// threadpools (specthreads.go), nil = the session's.
+	draftPool, verifyPool *pool
+	steps                 int  // Step calls
+	measure               bool // take a plain step now and then to keep v(1) measured (SetMeasure)
+}
+
+// SetAuto makes the Speculator choose K itself before each round: the K
+// that maximises the expected tokens per unit of time from its own
+// measurements (SpecSensors.BestK), 0 when speculation does not pay, with
+// a probe one K above the choice every 16 rounds so costs stay measured.
+func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
+
+// SetMeasure makes every 64th round (and the first) a plain step, so the
+// costs relative to one plain target step stay measured while K > 0 (for a
+// policy reading the sensors). Auto mode measures on its own.
+func (sp *Speculator) SetMeasure(on bool) { sp.measure = on }
+
+// autoK is the K of the next round in auto mode.
+func (sp *Speculator) autoK() int {
+	ss := sp.Sensors()
+	switch {
+	case ss.VerifyCost[0] == 0:
+		return 0 // measure a plain step first
+	case !ss.HaveAccept || !ss.HaveCost:
+		return 4
+	}
+	k := ss.BestK(MaxSpecK, 0.02)
+	if sp.steps%16 == 0 {
+		k = min(k+1, MaxSpecK)
+	}
+	return k
+}
+
+// NewSpeculator attaches a draft to s. s must be empty (Len 0): Start
+// prefills the prompt. K starts at k (clamped to 1..MaxSpecK; 0 = plain
+// steps until SetK).
+func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Speculator, error) {
+	if s.kv == nil {
+		return nil, ErrClosed
+	}
+	if s.n != 0 {
+		return nil, fmt.Errorf("native: speculative decoding starts on an empty session (Len %d)", s.n)
+	}
+	nv := s.cfg.NVocab
+	smp, err := sample.New(p, nv)
+	if err != nil {
+		return nil, err
+	}
+	dsmp, _ := sample.New(p, nv)
+	sp := &Speculator{s: s, spec: spec, smp: smp, dsmp: dsmp, rej: sample.NewRejector(nv), greed: p.Greedy(),
+		logits: make([]float32, nv), dlogits: make([]float32, nv), q: make([]sample.Dist, MaxSpecK)}
+	sp.SetK(k)
+	if sp.d, err = s.newDrafter(spec); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+// SetK sets the draft length from the next round on, clamped to
+// [0, MaxSpecK]; it returns the K in force (0 = plain steps).
+func (sp *Speculator) SetK(k int) int {
+	sp.k = max(0, min(k, MaxSpecK))
+	return sp.k
+}
+
+// K is the draft length in force.
+func (sp *Speculator) K() int { return sp.k }
+
+// SetPMin stops drafting within a round when the draft's top probability
+// is below p (0 = never).
+func (sp *Speculator) SetPMin(p float32) { sp.pMin = p }
+
+// Stats returns the counters.
+func (sp *Speculator) Stats() SpecStats { return sp.stats }
+
+// DraftKVBytes is the KV memory the draft adds to the session's arena (0
+// for skip, self and ngram drafts).
+func (sp *Speculator) DraftKVBytes() int64 { return sp.d.kvBytes() }
+
+// Close releases the draft's resources (not the session).
+func (sp *Speculator) Close() error {
+	if sp.d == nil {
+		return nil
+	}
+	if md, ok := sp.d.(*modelDrafter); ok && sp.draftPool != nil {
+		md.s.be.SetThreadpool(md.s.tp, 0)
+	}
+	sp.closePools()
+	err := sp.d.close()
+	sp.d = nil
+	return err
+}
+
+// Start prefills prompt and returns the first token (sampled, not yet
+// decoded). Then call Step until done.
+func (sp *Speculator) Start(prompt []int32) (int32, error) {
+	if len(prompt) == 0 {
+		return 0, errors.New("native: empty prompt")
+	}
+	for i := 0; i < len(prompt); i += sp.s.nBatch {
+		if err := sp.s.Decode(prompt[i:min(len(prompt), i+sp.s.nBatch)], engine.LogitsLast); err != nil {
+			return 0, err
+		}
+	}
+	if err := sp.s.Logits(sp.s.lastN-1, sp.logits); err != nil {
+		return 0, err
+	}
+	for _, t := range prompt {
+		sp.smp.Accept(t)
+		sp.dsmp.Accept(t)
+	}
+	sp.hist = append(sp.hist[:0], prompt...)
+	tok, err := sp.draw(sp.logits, nil)
+	if err != nil {
+		return 0, err
+	}
+	sp.commit(tok)
+	sp.stats.Emitted++
+	return tok, nil
+}
+
+// draw samples a target token from logits after the history + extra.
+func (sp *Speculator) draw(logits []float32, extra []int32) (int32, error) {
+	if err := sp.smp.Dist(logits, extra, &sp.p); err != nil {
+		return 0, err
+	}
+	if sp.greed {
+		t, _ := sp.p.Top()
+		return t, nil
+	}
+	return sp.p.Draw(sp.smp.Float32()), nil
+}
+
+func (sp *Speculator) commit(tok int32) {
+	sp.hist = append(sp.hist, tok)
+	sp.smp.Accept(tok)
+	sp.dsmp.Accept(tok)
+}
+
+// room is the largest verify batch that fits the context and every ring.
+func (sp *Speculator) room() int {
+	s := sp.s
+	r := s.nBatch
+	if s.rings[0].window == 0 {
+		r = min(r, s.nCtx-s.n)
+	}
+	for _, rg := range s.rings {
+		if rg.window > 0 {
+			r = min(r, rg.end-s.anchors-rg.window)
+		}
+	}
+	return r
+}
+
+// Step runs one round: draft, verify, accept, roll back. It returns the
+// tokens emitted (at least one; the slice is reused by the next Step).
+// The session then holds every token but the last emitted one.
+func (sp *Speculator) Step() ([]int32, error) {
+	s := sp.s
+	if sp.d == nil {
+		return nil, ErrClosed
+	}
+	n := s.n
+	last := sp.hist[len(sp.hist)-1]
+	sp.steps++
+	if sp.auto {
+		sp.k = sp.autoK()
+	}
+	k := sp.k
+	if sp.measure && sp.k > 0 && (!sp.meter.haveVer[0] || sp.steps%64 == 0) {
+		k = 0 // a plain step keeps v(1), the unit of the costs, measured
+	}
+	if r := sp.room() - 1; k > r {
+		k = max(0, r)
+		sp.stats.Clamped++
+	}
+	sp.drafts, sp.qPoint = sp.drafts[:0], true
+	if k > 0 {
+		t0, steps := time.Now(), sp.stats.DraftSteps
+		if err := sp.d.draft(sp, k); err != nil {
+			return nil, fmt.Errorf("native: draft: %w", err)
+		}
+		d := time.Since(t0)
+		sp.stats.DraftTime += d
+		sp.meter.draftSteps(sp.stats.DraftSteps-steps, d)
+	}
+	sp.out = sp.out[:0]
+	t0 := time.Now()
+	defer func() { sp.stats.VerifyTime += time.Since(t0) }()
+	if s.n != n {
+		if err := s.Truncate(n); err != nil {
+			return nil, err
+		}
+	}
+	nd := len(sp.drafts)
+	if nd == 0 {
+		sp.stats.PlainSteps++
+		tv := time.Now()
+		if err := s.Decode([]int32{last}, engine.LogitsLast); err != nil {
+			return nil, err
+		}
+		sp.meter.round(0, 0, time.Since(tv))
+		if err := s.Logits(0, sp.logits); err != nil {
+			return nil, err
+		}
+		tok, err := sp.draw(sp.logits, nil)
+		if err != nil {
+			return nil, err
+		}
+		sp.commit(tok)
+		sp.out = append(sp.out, tok)
+		sp.stats.Emitted++
+		return sp.out, sp.d.sync(sp)
+	}
+	batch := append(append(make([]int32, 0, nd+1), last), sp.drafts...)
+	tv := time.Now()
+	if err := s.Decode(batch, engine.LogitsAll); err != nil {
+		return nil, err
+	}
+	dv := time.Since(tv)
+	sp.stats.Rounds++
+	sp.stats.Drafted += nd
+	j := 0
+	var tok int32
+	for ; j <= nd; j++ {
+		if err := s.Logits(j, sp.logits); err != nil {
+			return nil, err
+		}
+		if err := sp.smp.Dist(sp.logits, sp.drafts[:j], &sp.p); err != nil {
+			return nil, err
+		}
+		if j == nd { // every draft accepted: the bonus token
+			tok = sp.pick()
+			break
+		}
+		x := sp.drafts[j]
+		sp.stats.DraftedAt[j]++
+		var q *sample.Dist
+		if !sp.qPoint {
+			q = &sp.q[j]
+		}
+		if sp.greed {
+			if t, _ := sp.p.Top(); t != x {
+				tok = t
+				break
+			}
+		} else if !sample.Accept(&sp.p, q, x, sp.smp.Float32()) {
+			tok = sp.rej.Residual(&sp.p, q, x, sp.smp.Float32())
+			break
+		}
+		sp.stats.AcceptedAt[j]++
+		sp.stats.Accepted++
+	}
+	sp.meter.round(nd, j, dv)
+	if err := s.Truncate(n + j + 1); err != nil {
+		return nil, err
+	}
+	for _, t := range sp.drafts[:j] {
+		sp.commit(t)
+		sp.out = append(sp.out, t)
+	}
+	sp.commit(tok)
+	sp.out = append(sp.out, tok)
+	sp.stats.Emitted += len(sp.out)
+	return sp.out, sp.d.sync(sp)
+}
+
+// pick draws from sp.p (greedy: its top).
+func (sp *Speculator) pick() int32 {
+	if sp.greed {
+		t, _ := sp.p.Top()
+		return t
+	}
+	return sp.p.Draw(sp.smp.Float32())
+}
+
+// Hist is every token so far (prompt and generated).
+func (sp *Speculator) Hist() []int32 { return sp.hist }
+
+// proposeFrom turns the draft's logits for draft position i into a
+// proposal: greedy takes the argmax, sampling draws from the draft's
+// distribution (kept for the acceptance test). ok is false when the
+// draft's confidence is below p_min: the round stops drafting.
+func (sp *Speculator) proposeFrom(logits []float32, i int) (int32, bool, error) {
+	if sp.greed {
+		if err := sp.dsmp.Dist(logits, sp.drafts, &sp.q[i]); err != nil {
+			return 0, false, err
+		}
+		t, _ := sp.q[i].Top()
+		if sp.pMin > 0 && sample.TopProb(logits) < sp.pMin {
+			return t, false, nil
+		}
+		return t, true, nil
+	}
+	sp.qPoint = false
+	q := &sp.q[i]
+	if err := sp.dsmp.Dist(logits, sp.drafts, q); err != nil {
+		return 0, false, err
+	}
+	if _, top := q.Top(); sp.pMin > 0 && top < sp.pMin {
+		return 0, false, nil
+	}
+	return q.Draw(sp.smp.Float32()), true, nil
+}

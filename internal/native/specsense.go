@@ -1,0 +1,169 @@
+package native
+
+import "time"
+
+// Measurements for choosing K (the ABI 1.1 sensors): smoothed acceptance
+// by draft position, the cost of a draft step and of a verify batch of n
+// tokens relative to one plain target step, all measured on the running
+// machine by the Speculator's own rounds. Exponential moving averages with
+// weight specEMA; a quantity never measured reads as 0.
+
+const specEMA = 0.1
+
+// SpecSensors are the Speculator's measurements.
+type SpecSensors struct {
+	// AcceptByPos[i] is the smoothed acceptance at draft position i, given
+	// that position i was reached (the drafts before it were accepted).
+	AcceptByPos [MaxSpecK]float32
+	// MeanAccepted is the smoothed number of drafts accepted per round.
+	MeanAccepted float32
+	// DraftCost is one draft step's time ÷ one plain target step's.
+	DraftCost float32
+	// VerifyCost[i] is a target batch of n = i+1 tokens ÷ one plain step
+	// (v(n); VerifyCost[0] = 1 once a plain step was measured).
+	VerifyCost [MaxSpecK + 1]float32
+	KMax       int
+	HaveAccept bool // acceptance measured (some round drafted)
+	HaveCost   bool // plain step and draft step measured
+}
+
+// specMeter accumulates the measurements.
+type specMeter struct {
+	accept    [MaxSpecK]float64
+	haveAcc   [MaxSpecK]bool
+	meanAcc   float64
+	haveMean  bool
+	draftStep float64 // seconds per draft step
+	verify    [MaxSpecK + 1]float64
+	haveVer   [MaxSpecK + 1]bool
+}
+
+func ema(x *float64, have *bool, v float64) {
+	if !*have {
+		*x, *have = v, true
+		return
+	}
+	*x += specEMA * (v - *x)
+}
+
+// round records a round: drafted nd tokens, accepted j, verify batch time.
+func (m *specMeter) round(nd, j int, verify time.Duration) {
+	for i := 0; i < nd && i <= j; i++ {
+		v := 0.0
+		if i < j {
+			v = 1
+		}
+		ema(&m.accept[i], &m.haveAcc[i], v)
+	}
+	if nd > 0 {
+		ema(&m.meanAcc, &m.haveMean, float64(j))
+	}
+	ema(&m.verify[nd], &m.haveVer[nd], verify.Seconds())
+}
+
+// draftSteps records the time of a draft's single-token steps.
+func (m *specMeter) draftSteps(steps int, d time.Duration) {
+	if steps > 0 {
+		var have = m.draftStep > 0
+		ema(&m.draftStep, &have, d.Seconds()/float64(steps))
+	}
+}
+
+// StepTimes are the smoothed absolute times behind the sensors: a draft
+// step and a target batch of n = i+1 tokens (0 = not measured).
+type StepTimes struct {
+	Draft  time.Duration
+	Verify [MaxSpecK + 1]time.Duration
+}
+
+// StepTimes returns the smoothed absolute step times.
+func (sp *Speculator) StepTimes() StepTimes {
+	m := &sp.meter
+	var t StepTimes
+	t.Draft = time.Duration(m.draftStep * float64(time.Second))
+	for i, v := range m.verify {
+		if m.haveVer[i] {
+			t.Verify[i] = time.Duration(v * float64(time.Second))
+		}
+	}
+	return t
+}
+
+// Sensors returns the measurements so far.
+func (sp *Speculator) Sensors() SpecSensors {
+	m := &sp.meter
+	ss := SpecSensors{KMax: MaxSpecK, HaveAccept: m.haveMean, MeanAccepted: float32(m.meanAcc)}
+	for i := range m.accept {
+		if m.haveAcc[i] {
+			ss.AcceptByPos[i] = float32(m.accept[i])
+		}
+	}
+	if !m.haveVer[0] || m.verify[0] <= 0 {
+		return ss
+	}
+	base := m.verify[0]
+	for i := range m.verify {
+		if m.haveVer[i] {
+			ss.VerifyCost[i] = float32(m.verify[i] / base)
+		}
+	}
+	if m.draftStep > 0 {
+		ss.DraftCost = float32(m.draftStep / base)
+		ss.HaveCost = true
+	}
+	return ss
+}
+
+// ExpectedRate is the expected tokens per unit of plain-step time at draft
+// length k: E(k) / (k·c + v(k+1)), E(k) = 1 + Σ_{i<k} Π_{j≤i} α_j the
+// tokens a round emits. Unmeasured v(n) are extrapolated linearly from the
+// measured ones (v(n) = n when only v(1) is known: pessimistic); positions
+// with no measured acceptance take the last measured one.
+func (ss *SpecSensors) ExpectedRate(k int) float64 {
+	if k == 0 {
+		return 1
+	}
+	e, prod, a := 1.0, 1.0, 0.0
+	for i := range k {
+		if ss.AcceptByPos[i] > 0 || i == 0 {
+			a = float64(ss.AcceptByPos[i])
+		}
+		prod *= a
+		e += prod
+	}
+	return e / (float64(k)*float64(ss.DraftCost) + ss.verifyCost(k+1))
+}
+
+// verifyCost is v(n), extrapolated where unmeasured.
+func (ss *SpecSensors) verifyCost(n int) float64 {
+	if v := ss.VerifyCost[n-1]; v > 0 {
+		return float64(v)
+	}
+	// the largest measured m < n, and the slope to the one before it
+	lo, lv, slope := 1, 1.0, 1.0
+	for m := n - 1; m >= 1; m-- {
+		if v := ss.VerifyCost[m-1]; v > 0 {
+			lo, lv = m, float64(v)
+			for p := m - 1; p >= 1; p-- {
+				if w := ss.VerifyCost[p-1]; w > 0 {
+					slope = max(0, (lv-float64(w))/float64(m-p))
+					break
+				}
+			}
+			break
+		}
+	}
+	return lv + slope*float64(n-lo)
+}
+
+// BestK is the draft length in 0..kMax with the highest expected rate; 0
+// when no K beats plain decoding by margin (e.g. 0.02 for 2%).
+func (ss *SpecSensors) BestK(kMax int, margin float64) int {
+	best, rate := 0, 1+margin
+	for k := 1; k <= min(kMax, MaxSpecK); k++ {
+		if r := ss.ExpectedRate(k); r > rate {
+			best, rate = k, r
+		}
+	}
+	return best
+}
