@@ -91,11 +91,11 @@ type runOptions struct {
 	layerSetOptions `koanf:",squash"`
 
 	// Parsed by decodeRunOptions.
-	kv       host.KVType
-	att      host.Attention
-	sampling host.SamplingParams
-	plan     swapPlan
-	specOptions     `koanf:",squash"`
+	kv          host.KVType
+	att         host.Attention
+	sampling    host.SamplingParams
+	plan        swapPlan
+	specOptions `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
