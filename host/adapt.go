@@ -199,6 +199,7 @@ func NewAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 		CadenceSteps: DefaultCadence, KVType: kvToABI(kv)}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
 	a.ctx = nCtx
+	EnableLayerLatency(sess)
 	if ls, ok := sess.(LayerSetter); ok {
 		// The precision in force per layer, so a policy reading CurLayerBits
 		// (the throughput controller) starts from the truth.
@@ -272,6 +273,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	layers := s.LayerCount
 	*s = abi.Sensors{LayerCount: layers}
 	a.src.Fill(step, now.Sub(a.start), s)
+	fillLayerLatency(a.sess, s)
 	s.Step = uint64(step)
 	s.TimeNS = now.Sub(a.start).Nanoseconds()
 	s.TokPerSecSmoothed = a.ewma

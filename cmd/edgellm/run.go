@@ -33,6 +33,7 @@ func init() {
 			addPolicyFlags(fs)
 			addRunStatsFlags(fs)
 			addLayerSetFlags(fs)
+			addManifestFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runRun,
@@ -92,6 +93,7 @@ type runOptions struct {
 	policyOptions   `koanf:",squash"`
 	runStatsOptions `koanf:",squash"`
 	layerSetOptions `koanf:",squash"`
+	manifestOptions `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -181,6 +183,9 @@ func runRun(c *cmdEnv, args []string) error {
 	if d := describeLayerSets(eng); d != "" {
 		c.Logf("%s", d)
 	}
+	if _, err := o.loadManifest(c, path); err != nil {
+		return err
+	}
 
 	sess, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: kv, Attention: att})
 	if err != nil {
@@ -209,6 +214,7 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer rs.Close()
+	rs.watchLayers(sess)
 	var ll *logitlog.Writer
 	if o.LogitsOut != "" {
 		if ll, err = logitlog.Create(o.LogitsOut, vocab.NVocab(), prompt); err != nil {

@@ -45,6 +45,7 @@ type runStats struct {
 	tiers   interface{ Tiers() (n, cur int) }
 	adapter *host.Adapter
 	err     error // first write error
+	lat     layerStats
 }
 
 // openRunStats creates path ("" = no statistics: returns nil).
@@ -130,6 +131,7 @@ func (r *runStats) token(i int) {
 		r.int("window", int64(d.Window))
 		r.int("threads", int64(d.Threads))
 	}
+	r.layers()
 	r.flush()
 }
 

@@ -65,6 +65,12 @@ type graph struct {
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
 	logits kernels.Tensor // F32 [n_vocab, n_out]
+
+	// layerEnd[il] is the number of graph nodes up to the end of layer il
+	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
+	// come layerStart embedding nodes): per-layer latency, latency.go.
+	layerEnd   []int
+	layerStart int
 }
 
 // graphNodes bounds the nodes (and tensors) of one graph.
@@ -133,6 +139,8 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	scale := float32(1 / math.Sqrt(float64(hd)))
 
 	x := c.GetRows(w.TokEmbd, g.tokens) // [n_embd, n_tok]
+	gr.Expand(x)
+	g.layerStart, g.layerEnd = gr.NNodes(), g.layerEnd[:0]
 	for il, l := range layers {
 		// this layer's KV ring: its slots, mask and attended length
 		r := 0
@@ -190,6 +198,8 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		h = c.Mul(c.RMSNorm(x, cfg.NormEps), l.FFNNorm)
 		f := c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
 		x = c.Add(c.MulMat(l.WDown, f), x)
+		gr.Expand(x)
+		g.layerEnd = append(g.layerEnd, gr.NNodes())
 	}
 	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
 	g.logits = c.MulMat(w.Output, x) // [n_vocab, n_out]
