@@ -127,21 +127,21 @@ func NearestUniform(sets []precision.Set, n int, avg float64) []int {
 	return Uniform(n, best)
 }
 
-// RandomNear draws k assignments uniformly at random among those whose
-// average bits is within tol of avg (rejection sampling; seeded, so the
-// draw is reproducible).
-func RandomNear(sets []precision.Set, n int, avg, tol float64, k int, seed uint64) ([][]int, error) {
+// RandomBelow draws k assignments uniformly at random among those whose
+// average bits lies in [avg − tol, avg]: never more bits than avg
+// (rejection sampling; seeded, so the draw is reproducible).
+func RandomBelow(sets []precision.Set, n int, avg, tol float64, k int, seed uint64) ([][]int, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	var out [][]int
 	for tries := 0; len(out) < k; tries++ {
 		if tries > 2_000_000 {
-			return nil, fmt.Errorf("no random assignment within %.2f bits of %.2f in %d tries", tol, avg, tries)
+			return nil, fmt.Errorf("no random assignment within %.2f bits below %.2f in %d tries", tol, avg, tries)
 		}
 		a := make([]int, n)
 		for i := range a {
 			a[i] = rng.IntN(len(sets))
 		}
-		if math.Abs(AvgBits(a, sets)-avg) <= tol+1e-9 {
+		if b := AvgBits(a, sets); b <= avg+1e-9 && b >= avg-tol-1e-9 {
 			out = append(out, a)
 		}
 	}

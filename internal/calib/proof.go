@@ -12,9 +12,9 @@ import (
 // RandomDraws is how many random assignments each proof point compares with.
 const RandomDraws = 20
 
-// RandomTol is how far (bits per weight) a random assignment's average may
-// be from the calibrated one's.
-const RandomTol = 0.25
+// RandomTol is how far (bits per weight) below the calibrated assignment's
+// average a random assignment's may be (never above it).
+const RandomTol = 0.5
 
 // DefaultBudgets are the average bits per weight the proof is evaluated at.
 var DefaultBudgets = []float64{4.5, 4.75, 5, 5.5, 6, 6.5, 7, 8, 8.5, 10, 14}
@@ -29,7 +29,7 @@ type Eval struct {
 
 // Point compares, at one budget, (a) the calibrated assignment, (b) the
 // uniform one at the nearest bits and (c) the median of RandomDraws random
-// assignments at the same average (within RandomTol).
+// assignments at the same average (in [avg − RandomTol, avg]).
 type Point struct {
 	Budget     float64 `json:"budget"`
 	Calibrated Eval    `json:"calibrated"`
@@ -94,7 +94,7 @@ func RunProof(eng *native.Engine, m *precision.Manifest, tokens []int32, budgets
 		if pt.Uniform, err = eval(NearestUniform(m.Sets, n, pt.Calibrated.AvgBits)); err != nil {
 			return nil, err
 		}
-		draws, err := RandomNear(m.Sets, n, pt.Calibrated.AvgBits, RandomTol, RandomDraws, seed+uint64(bi))
+		draws, err := RandomBelow(m.Sets, n, pt.Calibrated.AvgBits, RandomTol, RandomDraws, seed+uint64(bi))
 		if err != nil {
 			return nil, fmt.Errorf("budget %.2f: %w", b, err)
 		}
