@@ -146,6 +146,7 @@ type Adapter struct {
 	s       abi.Sensors
 	cur     abi.Decision
 	lastTok time.Time
+	prec    precisionSensors // manifest and tok/s target (adapt_precision.go)
 	ewma    float32
 	// MinInterval is the shortest time between policy calls (default
 	// DefaultMinInterval; 0 calls at every cadence step).
@@ -274,6 +275,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	*s = abi.Sensors{LayerCount: layers}
 	a.src.Fill(step, now.Sub(a.start), s)
 	fillLayerLatency(a.sess, s)
+	a.prec.fill(s)
 	s.Step = uint64(step)
 	s.TimeNS = now.Sub(a.start).Nanoseconds()
 	s.TokPerSecSmoothed = a.ewma

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/precision"
 )
@@ -19,14 +20,29 @@ import (
 //	manifestOptions `koanf:",squash"`     // in runOptions
 //	man, err := o.loadManifest(c, path)   // after the engine is loaded
 //
-// The policy ABI has no per-layer precision fields yet (minor 1.2): until
-// then the manifest is validated and described, not passed to the policy.
+// With --policy, the manifest's per-layer min/max bits and sensitivity
+// ranks reach the policy as ABI 1.2 sensors (host.Adapter.SetManifest), and
+// --tok-target as tok_per_sec_target.
 func addManifestFlags(fs *pflag.FlagSet) {
 	fs.String("manifest", "", "precision manifest (JSON, from 'edgellm calibrate'); default: the one embedded in the model, if any")
+	fs.Float32("tok-target", 0, "throughput target the policy sees (tok/s, ABI 1.2 tok_per_sec_target; 0 = none: the policy's default)")
 }
 
 type manifestOptions struct {
-	Manifest string `koanf:"manifest"`
+	Manifest  string  `koanf:"manifest"`
+	TokTarget float32 `koanf:"tok-target"`
+}
+
+// applyManifest hands the manifest and the throughput target to the policy.
+func (o manifestOptions) applyManifest(a *host.Adapter, m *precision.Manifest) error {
+	if o.TokTarget < 0 {
+		return usagef("--tok-target %g: want ≥ 0", o.TokTarget)
+	}
+	a.SetTokPerSecTarget(o.TokTarget)
+	if m == nil {
+		return nil
+	}
+	return a.SetManifest(m)
 }
 
 // loadManifest loads and checks the manifest for the model at path (nil,

@@ -183,7 +183,8 @@ func runRun(c *cmdEnv, args []string) error {
 	if d := describeLayerSets(eng); d != "" {
 		c.Logf("%s", d)
 	}
-	if _, err := o.loadManifest(c, path); err != nil {
+	man, err := o.loadManifest(c, path)
+	if err != nil {
 		return err
 	}
 
@@ -256,6 +257,9 @@ func runRun(c *cmdEnv, args []string) error {
 		}
 		defer cleanup()
 		adapter = a
+		if err := o.applyManifest(a, man); err != nil {
+			return err
+		}
 		opts.BeforeStep = a.BeforeStep
 	}
 	if len(plan.at) > 0 {
