@@ -69,7 +69,8 @@ type state struct {
 	freed    [maxTrackedTiers]int32
 	// learnFreed: a memory step down happened and its effect is not read yet.
 	learnFreed bool
-	learnTier  int32 // the tier that step moved to
+	learnTier  int32     // the tier that step moved to
+	prec       precState // per-layer precision controller (precision.go)
 }
 
 // maxTrackedTiers bounds the tiers whose memory cost is remembered.
@@ -96,7 +97,9 @@ func reset() { st = state{} }
 func Decide(s *abi.Sensors, d *abi.Decision) {
 	var r reason
 	speculation(s, d, &r)
-	throughput(s, d, &r)
+	if !precisionControl(s, d, &r) { // precision.go: with a manifest
+		throughput(s, d, &r)
+	}
 	tier(s, d, &r)
 	emergency(s, d, &r)
 	if r.code != abi.ReasonNone {
