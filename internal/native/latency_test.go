@@ -2,9 +2,11 @@ package native
 
 import (
 	"math"
+	"runtime"
 	"sort"
 	"testing"
 
+	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/engine"
 )
 
@@ -66,4 +68,46 @@ func TestLayerLatency(t *testing.T) {
 	if err := s.SetLayerLatencyEvery(0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkLayerLatencyOverhead times decode steps with every step sampled
+// against none, alternating blocks in one process, over the thread's CPU
+// time (one thread: the caller computes the graph, and a loaded machine's
+// descheduling does not count); it reports the ratio (sampled / plain) of
+// the median block time. go test ./internal/native
+// -run XXX -bench LayerLatencyOverhead -benchtime 1x
+func BenchmarkLayerLatencyOverhead(b *testing.B) {
+	e, err := Load(ladder(b)[0], Options{Threads: 1, NoVocab: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.newSession(engine.SessionConfig{NCtx: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	block := func(every int) float64 {
+		if err := s.SetLayerLatencyEvery(every); err != nil {
+			b.Fatal(err)
+		}
+		s.Truncate(0)
+		c0 := cputime.Thread()
+		for i := 0; i < 100; i++ {
+			if err := s.Decode([]int32{int32(1 + i%500)}, engine.LogitsLast); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return (cputime.Thread() - c0).Seconds()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var on, off []float64
+	for r := 0; r < 41; r++ {
+		off = append(off, block(0))
+		on = append(on, block(1))
+	}
+	sort.Float64s(on)
+	sort.Float64s(off)
+	b.ReportMetric(on[len(on)/2]/off[len(off)/2], "sampled/plain")
 }
