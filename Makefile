@@ -29,7 +29,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(EDGELLM_SHARED)
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build test bench soak demo policies check env fuzz clean deps
+.PHONY: all build test bench bench-precision soak demo policies check env fuzz clean deps
 
 all: build
 
@@ -59,7 +59,19 @@ bench: build policies
 	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -run 'TestDecideLatency' -v ./host/policy
 	./$(BIN) bench --engine native --compare llamacpp --threads 1 -r 9 -n 256
 	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
+	$(MAKE) bench-precision
 	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+# Per-layer precision proof (docs/BENCHMARKS.md): calibrate stories260K-ff192 on
+# the first half of stories.txt, compare calibrated / uniform / random
+# assignments on the second half; manifest, plot and numbers go to docs/bench/.
+DERIVED := $(SHARED)/models/derived/stories260K-ff192
+bench-precision: build
+	mkdir -p docs/bench
+	./$(BIN) calibrate $(DERIVED)-f32.gguf --sets $(DERIVED)-Q8_0.gguf,$(DERIVED)-Q5_0.gguf,$(DERIVED)-Q4_0.gguf \
+		--text $(SHARED)/text/stories.txt --eval --threads 1 -o docs/bench/stories260K-ff192.manifest.json \
+		--plot docs/bench/precision-proof.svg --eval-json docs/bench/precision-proof.json
+
 
 # Long tests (README "make soak"): synthesizes a llama2-7b Q4_0 (3.6 GiB)
 # into a temp dir (TestSoakSynth7B: peak RSS while writing), then runs every

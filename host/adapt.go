@@ -59,6 +59,7 @@ type Adapter struct {
 	s       abi.Sensors
 	cur     abi.Decision
 	lastTok time.Time
+	prec    precisionSensors // manifest and tok/s target (adapt_precision.go)
 	ewma    float32
 	// minInterval is the shortest time between policy calls
 	// (defaultMinInterval; 0 for trace replays: calls at every cadence step).
@@ -131,6 +132,7 @@ func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 		CadenceSteps: DefaultCadence, KVType: abi.ParseKVType(string(kv))}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
 	a.ctx = cfg.NCtx
+	EnableLayerLatency(sess)
 	if ls, ok := sess.(LayerSetter); ok {
 		// The precision in force per layer, so a policy reading CurLayerBits
 		// (the throughput controller) starts from the truth.
@@ -201,6 +203,8 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	layers := s.LayerCount
 	*s = abi.Sensors{LayerCount: layers}
 	a.src.Fill(step, now.Sub(a.start), s)
+	fillLayerLatency(a.sess, s)
+	a.prec.fill(s)
 	s.Step = uint64(step)
 	s.TimeNS = now.Sub(a.start).Nanoseconds()
 	s.TokPerSecSmoothed = a.ewma

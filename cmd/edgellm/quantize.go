@@ -23,6 +23,7 @@ func init() {
 			fs.Bool("pure", false, "quantize every tensor to TYPE (no llama.cpp mixes such as Q6_K output in Q4_K_M)")
 			fs.Bool("allow-requantize", false, "allow re-quantizing tensors that are already quantized")
 			addVerboseFlag(fs)
+			addClampFlags(fs)
 		},
 		Run: runQuantize,
 	})
@@ -33,6 +34,7 @@ type quantizeOptions struct {
 	Pure            bool `koanf:"pure"`
 	AllowRequantize bool `koanf:"allow-requantize"`
 	Verbose         bool `koanf:"verbose"`
+	clampOptions    `koanf:",squash"`
 }
 
 // runQuantize writes OUT; progress ("[ i/ n] tensor", one line per tensor as
@@ -58,6 +60,9 @@ func runQuantize(c *cmdEnv, args []string) error {
 		return fmt.Errorf("IN %s: %w", in, quantizeErrno(err))
 	}
 	host.SetLog(c.Stderr, logLevel(o.Verbose))
+	if o.ClampOutliers {
+		return runQuantizeClamped(c, o.clampOptions, in, out, typ)
+	}
 	width := 0
 	start := time.Now()
 	err = kernels.Quantize(in, out, kernels.QuantizeParams{

@@ -30,6 +30,7 @@ func init() {
 			addRunStatsFlags(fs)
 			addLayerSetFlags(fs)
 			addSpecFlags(fs)
+			addManifestFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runRun,
@@ -91,11 +92,12 @@ type runOptions struct {
 	layerSetOptions `koanf:",squash"`
 
 	// Parsed by decodeRunOptions.
-	kv          host.KVType
-	att         host.Attention
-	sampling    host.SamplingParams
-	plan        swapPlan
-	specOptions `koanf:",squash"`
+	kv              host.KVType
+	att             host.Attention
+	sampling        host.SamplingParams
+	plan            swapPlan
+	specOptions     `koanf:",squash"`
+	manifestOptions `koanf:",squash"`
 }
 
 // swapPlan is when to swap to which tier: swap at[i] generated tokens → to[i].
@@ -141,11 +143,15 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	host.SetLog(c.Stderr, logLevel(o.Verbose))
-	eng, err := loadRunModel(c, o)
+	eng, path, err := loadRunModel(c, o)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
+	man, err := o.loadManifest(c, path)
+	if err != nil {
+		return err
+	}
 	sc := host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, KVType: o.kv, Attention: o.att}
 	sess, err := eng.NewSession(sc)
 	if err != nil {
@@ -161,6 +167,7 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer out.close()
+	out.stats.watchLayers(sess)
 	gen := host.GenerateOptions{NPredict: o.NPredict, Sampling: o.sampling, StopAtEOG: true, OnLogits: out.onLogits()}
 	adapter, err := setStepHook(c, o, eng, sess, sc, &gen)
 	if err != nil {
@@ -168,6 +175,9 @@ func runRun(c *cmdEnv, args []string) error {
 	}
 	if adapter != nil {
 		defer stopPolicy(c, adapter)
+		if err := o.applyManifest(adapter, man); err != nil {
+			return err
+		}
 	}
 	if o.Draft != "" {
 		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, o.sampling, eng.Vocab(), prompt, o.NPredict, out.emit))

@@ -32,6 +32,7 @@ type runStats struct {
 	w       *runstats.Writer
 	tiers   interface{ Tiers() (n, cur int) }
 	adapter *host.Adapter
+	lat     layerStats
 }
 
 // openRunStats creates path ("" = no statistics: returns nil).
@@ -72,11 +73,11 @@ func (r *runStats) token(i int) {
 	}
 	_, cur := r.tier()
 	if r.adapter == nil {
-		r.w.Token(i, cur, nil)
+		r.w.TokenLayers(i, cur, nil, r.layers())
 		return
 	}
 	d := r.adapter.Current()
-	r.w.Token(i, cur, &runstats.Decision{K: int(d.SpecK), Window: int(d.Window), Threads: int(d.Threads)})
+	r.w.TokenLayers(i, cur, &runstats.Decision{K: int(d.SpecK), Window: int(d.Window), Threads: int(d.Threads)}, r.layers())
 }
 
 // end records the outcome of generation.

@@ -40,31 +40,32 @@ func decodeRunOptions(c *cmdEnv, args []string) (runOptions, error) {
 	return o, nil
 }
 
-// loadRunModel loads the model (or the tier ladder) and says what it is.
-func loadRunModel(c *cmdEnv, o runOptions) (host.Engine, error) {
+// loadRunModel loads the model (or the tier ladder) and says what it is; it
+// returns the model's path ("" for a ladder).
+func loadRunModel(c *cmdEnv, o runOptions) (host.Engine, string, error) {
 	path, label := "", ""
 	if len(o.Tiers) == 0 {
 		var err error
 		if path, label, err = resolveModel(c, o.Model); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	} else {
 		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
 	}
 	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, LayerSets: o.LayerSets, Notices: c.Stderr})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	info := eng.Info()
 	if o.Ctx > info.NCtxTrain {
 		eng.Close()
-		return nil, usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
+		return nil, "", usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
 	}
 	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
 	if d := describeLayerSets(eng); d != "" {
 		c.Logf("%s", d)
 	}
-	return eng, nil
+	return eng, path, nil
 }
 
 // runPrompt tokenizes -p (BOS alone without it) and checks it fits --ctx.

@@ -69,6 +69,12 @@ type graph struct {
 	synthFrom int
 	synthEps  float32
 	logits    kernels.Tensor // F32 [n_vocab, n_out]
+
+	// layerEnd[il] is the number of graph nodes up to the end of layer il
+	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
+	// come layerStart embedding nodes): per-layer latency, latency.go.
+	layerEnd   []int
+	layerStart int
 }
 
 // graphNodes bounds the nodes (and tensors) of one graph.
@@ -137,6 +143,8 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	scale := float32(1 / math.Sqrt(float64(hd)))
 
 	x := c.GetRows(w.TokEmbd, g.tokens) // [n_embd, n_tok]
+	gr.Expand(x)
+	g.layerStart, g.layerEnd = gr.NNodes(), g.layerEnd[:0]
 	for il, l := range layers {
 		// this layer's KV ring: its slots, mask and attended length
 		r := 0
@@ -201,6 +209,8 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			ffn = c.Scale(ffn, g.synthEps)
 		}
 		x = c.Add(ffn, x)
+		gr.Expand(x)
+		g.layerEnd = append(g.layerEnd, gr.NNodes())
 	}
 	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
 	g.logits = c.MulMat(w.Output, x) // [n_vocab, n_out]

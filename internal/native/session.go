@@ -54,6 +54,7 @@ type Session struct {
 	lastMode  engine.LogitsMode // logits kept by the last Decode
 	lastValid bool              // the last Decode produced logits
 	stats     Stats             // counters for benchmarks and tests
+	lat       *layerLatency     // per-layer latency sampling (latency.go), nil = off
 }
 
 // Stats counts what the session did (graph rebuilds against reuses).
@@ -233,7 +234,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	if !g.outIDs.Nil() {
 		g.outIDs.Int32s()[0] = int32(nTok - 1)
 	}
-	if err := s.be.Compute(g.g); err != nil {
+	if err := s.compute(g); err != nil {
 		for _, rg := range s.rings { // the batch's slots hold nothing valid now
 			for _, j := range rg.slots[:nTok] {
 				rg.slotPos[j] = -1
@@ -320,6 +321,7 @@ func (s *Session) KV() *KVArena { return s.kv }
 // Close releases the KV arena and compute resources. Safe to call twice.
 func (s *Session) Close() error {
 	s.releaseSets()
+	s.lat.close()
 	if s.gr != nil {
 		s.gr.Close()
 		s.gr = nil

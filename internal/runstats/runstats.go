@@ -43,6 +43,10 @@ type Event struct {
 	K       int `json:"k"`
 	Window  int `json:"window"`
 	Threads int `json:"threads"`
+	// LayerLatencyUS and StepComputeUS are a per-layer latency sample of
+	// the native engine (on the first token record after each new sample).
+	LayerLatencyUS []float64 `json:"layer_latency_us"`
+	StepComputeUS  float64   `json:"step_compute_us"`
 	// end
 	Generated      int     `json:"generated"`
 	DecodeTPS      float64 `json:"decode_tps"`
@@ -136,9 +140,19 @@ func (r *Writer) Start(promptTokens, nTiers, tier, pid int) {
 	r.flush()
 }
 
+// Layers is a per-layer latency sample: µs per layer, and the compute time
+// of the step they add up to.
+type Layers struct {
+	US     []float64
+	StepUS float64
+}
+
 // Token records generated token i, produced by tier; d is the policy
 // decision in force (nil without a policy).
-func (r *Writer) Token(i, tier int, d *Decision) {
+func (r *Writer) Token(i, tier int, d *Decision) { r.TokenLayers(i, tier, d, nil) }
+
+// TokenLayers is Token with a per-layer latency sample (nil: none).
+func (r *Writer) TokenLayers(i, tier int, d *Decision, l *Layers) {
 	if r == nil {
 		return
 	}
@@ -149,6 +163,17 @@ func (r *Writer) Token(i, tier int, d *Decision) {
 		r.int("k", int64(d.K))
 		r.int("window", int64(d.Window))
 		r.int("threads", int64(d.Threads))
+	}
+	if l != nil {
+		r.buf = append(r.buf, `,"layer_latency_us":[`...)
+		for i, us := range l.US {
+			if i > 0 {
+				r.buf = append(r.buf, ',')
+			}
+			r.buf = strconv.AppendFloat(r.buf, us, 'f', 1, 64)
+		}
+		r.buf = append(r.buf, ']')
+		r.float("step_compute_us", l.StepUS)
 	}
 	r.flush()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +19,13 @@ func TestRoundTrip(t *testing.T) {
 	w.Start(5, 2, 1, 77)
 	w.Token(0, 1, &Decision{K: 3, Window: 512, Threads: 2})
 	w.Token(1, 0, nil)
+	w.TokenLayers(2, 0, nil, &Layers{US: []float64{18.2, 16.5}, StepUS: 40.25})
 	w.End(2, 48.125, 35600*time.Microsecond, &Policy{Calls: 13, Changes: 1, Swaps: 1, Failures: 2}, errors.New(`a "quoted" error`))
 	want := []Event{
 		{Event: Start, UnixUS: 1234, PromptTokens: 5, NTiers: 2, Tier: 1, PID: 77},
 		{Event: Token, UnixUS: 1234, I: 0, Tier: 1, K: 3, Window: 512, Threads: 2},
 		{Event: Token, UnixUS: 1234, I: 1},
+		{Event: Token, UnixUS: 1234, I: 2, LayerLatencyUS: []float64{18.2, 16.5}, StepComputeUS: 40.25},
 		{Event: End, UnixUS: 1234, Generated: 2, DecodeTPS: 48.125, PrefillMs: 35.6, PolicyCalls: 13, PolicyChanges: 1, TierSwaps: 1, PolicyFailures: 2, Error: `a "quoted" error`},
 	}
 	lines := strings.SplitAfter(b.String(), "\n")
@@ -31,7 +34,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for i, l := range lines[:len(want)] {
 		ev, err := Parse([]byte(l))
-		if err != nil || ev != want[i] {
+		if err != nil || !reflect.DeepEqual(ev, want[i]) {
 			t.Errorf("line %d %q: %+v, %v; want %+v", i, l, ev, err, want[i])
 		}
 	}
@@ -101,7 +104,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded %q: %v", buf.String(), err)
 		}
-		if again != want {
+		if !reflect.DeepEqual(again, want) {
 			t.Fatalf("%+v re-encoded as %+v, want %+v", ev, again, want)
 		}
 	})

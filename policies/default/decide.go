@@ -71,6 +71,7 @@ type state struct {
 	learnFreed bool
 	learnTier  int32 // the tier that step moved to
 	spec       specState
+	prec       precState // per-layer precision controller (precision.go)
 }
 
 // maxTrackedTiers bounds the tiers whose memory cost is remembered.
@@ -99,7 +100,9 @@ func Decide(s *abi.Sensors, d *abi.Decision) {
 	if !specRate(s, d, &r) {
 		speculation(s, d, &r)
 	}
-	throughput(s, d, &r)
+	if !precisionControl(s, d, &r) { // precision.go: with a manifest
+		throughput(s, d, &r)
+	}
 	tier(s, d, &r)
 	emergency(s, d, &r)
 	if r.code != abi.ReasonNone {

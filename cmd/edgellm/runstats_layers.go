@@ -1,0 +1,36 @@
+package main
+
+import (
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/runstats"
+)
+
+// layerStats adds the native engine's live per-layer latency to --stats-json
+// token records: "layer_latency_us":[…] (µs per layer) on the first token
+// record after each new sample (every host.DefaultLayerLatencyEvery steps).
+type layerStats struct {
+	src      host.LayerLatencySampler
+	ll       host.LayerLatency
+	out      runstats.Layers
+	lastStep int
+}
+
+// watchLayers turns per-layer sampling on for sess when it supports it.
+func (r *runStats) watchLayers(sess host.Session) {
+	if r == nil || !host.EnableLayerLatency(sess) {
+		return
+	}
+	r.lat.src = sess.(host.LayerLatencySampler)
+	r.lat.ll.Layers = make([]float64, 0, 128)
+}
+
+// layers returns the latest sample if it is new, else nil.
+func (r *runStats) layers() *runstats.Layers {
+	l := &r.lat
+	if l.src == nil || !l.src.LastLayerLatency(&l.ll) || l.ll.Step == l.lastStep {
+		return nil
+	}
+	l.lastStep = l.ll.Step
+	l.out = runstats.Layers{US: l.ll.Layers, StepUS: l.ll.Total}
+	return &l.out
+}

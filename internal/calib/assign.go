@@ -1,0 +1,149 @@
+package calib
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/edgellm/edgellm/internal/precision"
+)
+
+// An Assignment is each layer's weight set (index into the manifest's Sets).
+
+// AvgBits is the mean bits per weight of the layers' matrices under a
+// (every llama layer has the same shape, so each layer weighs the same).
+func AvgBits(a []int, sets []precision.Set) float64 {
+	var s float64
+	for _, si := range a {
+		s += sets[si].BitsPerWeight
+	}
+	return s / float64(len(a))
+}
+
+// Uniform is every layer on set si.
+func Uniform(n, si int) []int {
+	a := make([]int, n)
+	for i := range a {
+		a[i] = si
+	}
+	return a
+}
+
+// cost of a set in 1/32 bit units (Q4_0's 4.5 bits is 144).
+func cost(s precision.Set) int { return int(math.Round(s.BitsPerWeight * 32)) }
+
+// klOf is layer il's calibrated KL on set si (0 on the base).
+func klOf(m *precision.Manifest, il, si int) float64 {
+	if m.Sets[si].Base {
+		return 0
+	}
+	for _, p := range m.Layers[il].Precisions {
+		if p.Set == m.Sets[si].File {
+			return p.KL
+		}
+	}
+	return math.Inf(1)
+}
+
+// Calibrated is the assignment with average bits ≤ budget that minimises the
+// sum of the layers' calibrated KLs (the manifest's per-layer numbers,
+// assumed additive), with no layer below its min_bits unless even that does
+// not fit, solved exactly by dynamic programming over the bit budget. ok is
+// false when no assignment fits the budget.
+func Calibrated(m *precision.Manifest, budget float64) (a []int, ok bool) {
+	return calibrated(m, budget, true)
+}
+
+func calibrated(m *precision.Manifest, budget float64, useMin bool) ([]int, bool) {
+	n := len(m.Layers)
+	capac := int(math.Floor(budget*32*float64(n) + 1e-6))
+	if capac < 0 {
+		return nil, false
+	}
+	inf := math.Inf(1)
+	// best[c] = least KL sum with total cost exactly c over the layers so far.
+	best := make([]float64, capac+1)
+	for c := range best {
+		best[c] = inf
+	}
+	best[0] = 0
+	choice := make([][]int16, n) // choice[il][c]: set of layer il at total c
+	for il := range n {
+		next := make([]float64, capac+1)
+		ch := make([]int16, capac+1)
+		for c := range next {
+			next[c] = inf
+			ch[c] = -1
+		}
+		for si, s := range m.Sets {
+			if useMin && s.Bits < m.Layers[il].MinBits {
+				continue
+			}
+			k, d := klOf(m, il, si), cost(s)
+			for c := 0; c+d <= capac; c++ {
+				if v := best[c] + k; v < next[c+d] {
+					next[c+d], ch[c+d] = v, int16(si)
+				}
+			}
+		}
+		best, choice[il] = next, ch
+	}
+	bc := -1
+	for c, v := range best {
+		if !math.IsInf(v, 1) && (bc < 0 || v < best[bc] || (v == best[bc] && c < bc)) {
+			bc = c
+		}
+	}
+	if bc < 0 {
+		if useMin {
+			return calibrated(m, budget, false)
+		}
+		return nil, false
+	}
+	a := make([]int, n)
+	for il := n - 1; il >= 0; il-- {
+		si := int(choice[il][bc])
+		a[il] = si
+		bc -= cost(m.Sets[si])
+	}
+	return a, true
+}
+
+// NearestUniform is the uniform assignment whose bits are nearest avg
+// (ties: the fewer bits).
+func NearestUniform(sets []precision.Set, n int, avg float64) []int {
+	idx := make([]int, len(sets))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return sets[idx[a]].BitsPerWeight < sets[idx[b]].BitsPerWeight })
+	best := idx[0]
+	for _, si := range idx {
+		if math.Abs(sets[si].BitsPerWeight-avg) < math.Abs(sets[best].BitsPerWeight-avg)-1e-9 {
+			best = si
+		}
+	}
+	return Uniform(n, best)
+}
+
+// RandomBelow draws k assignments uniformly at random among those whose
+// average bits lies in [avg − tol, avg]: never more bits than avg
+// (rejection sampling; seeded, so the draw is reproducible).
+func RandomBelow(sets []precision.Set, n int, avg, tol float64, k int, seed uint64) ([][]int, error) {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	var out [][]int
+	for tries := 0; len(out) < k; tries++ {
+		if tries > 2_000_000 {
+			return nil, fmt.Errorf("no random assignment within %.2f bits below %.2f in %d tries", tol, avg, tries)
+		}
+		a := make([]int, n)
+		for i := range a {
+			a[i] = rng.IntN(len(sets))
+		}
+		if b := AvgBits(a, sets); b <= avg+1e-9 && b >= avg-tol-1e-9 {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
