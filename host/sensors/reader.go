@@ -9,7 +9,7 @@ import (
 )
 
 // Source selects groups of sensors for WithSources.
-type Source uint8
+type Source uint16
 
 const (
 	SourceMeminfo Source = 1 << iota // /proc/meminfo
@@ -20,8 +20,9 @@ const (
 	SourcePower                      // /sys/class/power_supply
 	SourceCPUFreq                    // /sys/devices/system/cpu/cpu*/cpufreq
 	SourceStatm                      // /proc/PID/statm
+	SourceCPULoad                    // /proc/pressure/cpu, /proc/loadavg, affinity ∩ cpuset
 
-	SourceAll = SourceMeminfo | SourcePSI | SourceCgroup | SourceSmaps | SourceThermal | SourcePower | SourceCPUFreq | SourceStatm
+	SourceAll = SourceMeminfo | SourcePSI | SourceCgroup | SourceSmaps | SourceThermal | SourcePower | SourceCPUFreq | SourceStatm | SourceCPULoad
 )
 
 // Option configures a Reader.
@@ -94,6 +95,9 @@ type Reader struct {
 	thermal thermalFiles
 	power   powerFiles
 	cpufreq cpufreqFiles
+	cpuPSI  kfile
+	loadavg kfile
+	cpuset  kfile // the cgroup's cpuset.cpus.effective (v2)
 
 	lastSmaps Smaps     // for WithSmapsInterval
 	smapsDue  time.Time // when smaps_rollup is next read
@@ -140,6 +144,13 @@ func NewReader(opts ...Option) (*Reader, error) {
 	if cfg.sources&SourceCPUFreq != 0 {
 		r.cpufreq = openCPUFreq(path("sys/devices/system/cpu"))
 	}
+	if cfg.sources&SourceCPULoad != 0 {
+		r.cpuPSI = openKFile(path(cpuPSIPath))
+		r.loadavg = openKFile(path("proc/loadavg"))
+		if r.cgroup.version == 2 {
+			r.cpuset = openKFile(filepath.Join(r.cgroup.dir, "cpuset.cpus.effective"))
+		}
+	}
 	return r, nil
 }
 
@@ -153,6 +164,9 @@ func (r *Reader) Close() error {
 	r.thermal.close()
 	r.power.close()
 	r.cpufreq.close()
+	r.cpuPSI.close()
+	r.loadavg.close()
+	r.cpuset.close()
 	return nil
 }
 
@@ -188,6 +202,27 @@ func (r *Reader) Read(s *Snapshot) {
 	r.thermal.read(buf, &s.Thermal)
 	r.power.read(buf, &s.Power)
 	r.cpufreq.read(buf, &s.CPU)
+	r.readCPULoad(buf, s)
+}
+
+// readCPULoad reads CPU contention: pressure, the run queue and the CPUs
+// this process may use.
+func (r *Reader) readCPULoad(buf []byte, s *Snapshot) {
+	s.CPUPSI, s.Runnable, s.Allowed = PSI{}, Runnable{}, CPUAllowed{}
+	if r.cfg.sources&SourceCPULoad == 0 {
+		return
+	}
+	if b, ok := r.cpuPSI.read(buf); ok {
+		parsePSI(b, &s.CPUPSI)
+	}
+	if b, ok := r.loadavg.read(buf); ok {
+		parseLoadavg(b, &s.Runnable)
+	}
+	cs, ok := r.cpuset.read(buf)
+	if !ok {
+		cs = nil
+	}
+	readCPUAllowed(cs, &s.Allowed)
 }
 
 // Describe lists what the Reader found, one line per sensor group, for logs

@@ -20,6 +20,10 @@ type Snapshot struct {
 	Thermal Thermal
 	Power   Power
 	CPU     CPUFreqs
+	// CPU contention (SourceCPULoad).
+	CPUPSI   PSI        // /proc/pressure/cpu
+	Runnable Runnable   // /proc/loadavg running/total
+	Allowed  CPUAllowed // affinity ∩ cgroup cpuset
 }
 
 // Fill writes the file-based readings of s into dst and sets their presence
