@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/edgellm/edgellm/abi"
 )
 
 func TestParseLoadavg(t *testing.T) {
@@ -139,4 +141,26 @@ func FuzzCPUList(f *testing.F) {
 			t.Fatalf("parseCPUList(%q) = %d %v with %d bits", b, n, ok, bits)
 		}
 	})
+}
+
+// The CPU readings reach the ABI fields with their presence bits.
+func TestSnapshotFillCPULoad(t *testing.T) {
+	s := Snapshot{
+		CPUPSI:   PSI{Present: true, Some: PSILine{Present: true, Avg10: 37.5}},
+		Runnable: Runnable{Present: true, Running: 4, Total: 100},
+		Allowed:  CPUAllowed{Present: true, N: 2, Online: 2},
+	}
+	var d abi.Sensors
+	s.Fill(&d)
+	if d.Present&abi.PresentCPUPSI == 0 || d.CPUPSISomeAvg10 != 37.5 {
+		t.Fatalf("cpu psi: %v %v", d.Present&abi.PresentCPUPSI, d.CPUPSISomeAvg10)
+	}
+	if d.Present&abi.PresentCPULoad == 0 || d.CPURunnable != 4 || d.CPUAllowed != 2 {
+		t.Fatalf("cpu load: %v %v %v", d.Present&abi.PresentCPULoad, d.CPURunnable, d.CPUAllowed)
+	}
+	var e abi.Sensors
+	(&Snapshot{Runnable: Runnable{Present: true, Running: 4}}).Fill(&e)
+	if e.Present&(abi.PresentCPULoad|abi.PresentCPUPSI) != 0 {
+		t.Fatalf("absent readings set bits %v", e.Present)
+	}
 }
