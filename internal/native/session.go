@@ -2,7 +2,6 @@ package native
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/edgellm/edgellm/internal/engine"
@@ -95,10 +94,7 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 	}
 	threads := sc.Threads
 	if threads <= 0 {
-		threads = e.opts.Threads
-	}
-	if threads <= 0 {
-		threads = runtime.NumCPU()
+		threads = e.defaultThreads()
 	}
 	ok := false
 	defer func() {
@@ -109,8 +105,7 @@ func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
 	if s.kv, err = NewKVArena(cfg, typ, s.nCtx); err != nil {
 		return nil, fmt.Errorf("native: %w", err)
 	}
-	if s.tp, err = kernels.NewThreadpool(kernels.ThreadpoolParams{NThreads: threads, CPUs: e.opts.CPUs,
-		Strict: e.opts.StrictCPU, Poll: e.opts.Poll}); err != nil {
+	if s.tp, err = e.newThreadpool(threads); err != nil {
 		return nil, err
 	}
 	if s.be, err = kernels.NewCPUBackend(s.tp, 0); err != nil {
