@@ -147,6 +147,7 @@ type Adapter struct {
 	cur     abi.Decision
 	lastTok time.Time
 	ewma    float32
+	steps   stepClock // step time per thread count (adapt_threads.go)
 	// MinInterval is the shortest time between policy calls (default
 	// DefaultMinInterval; 0 calls at every cadence step).
 	MinInterval time.Duration
@@ -250,6 +251,7 @@ func (a *Adapter) BeforeStep(step int) error {
 	if !a.lastTok.IsZero() {
 		if dt := now.Sub(a.lastTok).Seconds(); dt > 0 {
 			inst := float32(1 / dt)
+			a.steps.observe(int(a.cur.Threads), now.Sub(a.lastTok))
 			a.s.TokPerSec = inst
 			if a.ewma == 0 {
 				a.ewma = inst
@@ -283,6 +285,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	s.TiersAvailable = int32(n)
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = a.cur.Tier, a.cur.SpecK, a.cur.Window, a.cur.Anchors, a.cur.KVType
 	s.CurLayerBits = a.cur.LayerBits
+	a.steps.fill(int(a.cur.Threads), s)
 	s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
 
 	d := a.cur
