@@ -261,7 +261,7 @@ func (a *Adapter) BeforeStep(step int) error {
 		}
 	}
 	a.lastTok = now
-	if step < a.next || (!a.lastCall.IsZero() && now.Sub(a.lastCall) < a.MinInterval) {
+	if (step < a.next && !a.overdue(now)) || (!a.lastCall.IsZero() && now.Sub(a.lastCall) < a.MinInterval) {
 		return nil
 	}
 	a.lastCall = now

@@ -65,3 +65,25 @@ func TestStepClock(t *testing.T) {
 		t.Fatalf("two threads quiet again: ratio %v", s.StepTimeRatio)
 	}
 }
+
+// Live readings: a policy call is due once MaxInterval has passed, whatever
+// the step cadence; trace replays (MinInterval 0) keep the pure cadence.
+func TestAdapterOverdue(t *testing.T) {
+	now := time.Now()
+	a := &Adapter{MinInterval: DefaultMinInterval}
+	if a.overdue(now) {
+		t.Fatal("overdue before the first call")
+	}
+	a.lastCall = now.Add(-MaxInterval / 2)
+	if a.overdue(now) {
+		t.Fatal("overdue after half of MaxInterval")
+	}
+	a.lastCall = now.Add(-MaxInterval)
+	if !a.overdue(now) {
+		t.Fatal("not overdue after MaxInterval")
+	}
+	a.MinInterval = 0
+	if a.overdue(now) {
+		t.Fatal("a trace replay must keep the step cadence")
+	}
+}
