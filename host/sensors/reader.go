@@ -34,6 +34,7 @@ type config struct {
 	sources     Source
 	keepThermal func(string) bool
 	smapsEvery  time.Duration
+	cpuEvery    time.Duration
 }
 
 // WithRoot reads the kernel files under dir instead of "/" (dir/proc/meminfo,
@@ -58,6 +59,18 @@ func WithSources(s Source) Option { return func(c *config) { c.sources = s } }
 // fresh on every Read through /proc/PID/statm, a counter the kernel keeps.
 // Default DefaultSmapsInterval; 0 reads it on every Read.
 func WithSmapsInterval(d time.Duration) Option { return func(c *config) { c.smapsEvery = d } }
+
+// WithCPULoadInterval re-reads the CPU contention files (SourceCPULoad) at
+// most every d and carries the last values forward in between. Reading
+// /proc/loadavg and /proc/pressure/cpu costs 10-20 µs each on a busy 2-core
+// machine, twice the rest of a Read, and the kernel refreshes the PSI
+// averages only every 2 s. Default DefaultCPULoadInterval; 0 reads them on
+// every Read.
+func WithCPULoadInterval(d time.Duration) Option { return func(c *config) { c.cpuEvery = d } }
+
+// DefaultCPULoadInterval is how often a Reader re-reads the CPU contention
+// files by default.
+const DefaultCPULoadInterval = 250 * time.Millisecond
 
 // WithThermalZoneTypes keeps only the thermal zones whose type is in types
 // (e.g. "skin-therm", "cpu-0-0-usr"); by default all zones are read.
@@ -101,13 +114,15 @@ type Reader struct {
 
 	lastSmaps Smaps     // for WithSmapsInterval
 	smapsDue  time.Time // when smaps_rollup is next read
+	lastCPU   Snapshot  // CPUPSI, Runnable, Allowed, for WithCPULoadInterval
+	cpuDue    time.Time // when the CPU contention files are next read
 }
 
 // NewReader finds and opens the sensor files. A sensor whose files do not
 // exist is not an error: its readings report Present == false. The only
 // error is a root that is not a directory. Close the Reader when done.
 func NewReader(opts ...Option) (*Reader, error) {
-	cfg := config{root: "/", sources: SourceAll, smapsEvery: DefaultSmapsInterval}
+	cfg := config{root: "/", sources: SourceAll, smapsEvery: DefaultSmapsInterval, cpuEvery: DefaultCPULoadInterval}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -212,6 +227,14 @@ func (r *Reader) readCPULoad(buf []byte, s *Snapshot) {
 	if r.cfg.sources&SourceCPULoad == 0 {
 		return
 	}
+	if r.cfg.cpuEvery > 0 && s.Time.Before(r.cpuDue) {
+		s.CPUPSI, s.Runnable, s.Allowed = r.lastCPU.CPUPSI, r.lastCPU.Runnable, r.lastCPU.Allowed
+		return
+	}
+	defer func() {
+		r.lastCPU.CPUPSI, r.lastCPU.Runnable, r.lastCPU.Allowed = s.CPUPSI, s.Runnable, s.Allowed
+		r.cpuDue = s.Time.Add(r.cfg.cpuEvery)
+	}()
 	if b, ok := r.cpuPSI.read(buf); ok {
 		parsePSI(b, &s.CPUPSI)
 	}
