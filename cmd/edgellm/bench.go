@@ -34,7 +34,7 @@ func init() {
 			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
-			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (no effect in this build: ollama's cgo build of ggml does not define GGML_USE_CPU_REPACK)")
+			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (effective only in a build made with make build REPACK=1, which defines GGML_USE_CPU_REPACK)")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addVerboseFlag(fs)
