@@ -61,6 +61,7 @@ type Adapter struct {
 	lastTok time.Time
 	prec    precisionSensors // manifest and tok/s target (adapt_precision.go)
 	ewma    float32
+	steps   stepClock // step time per thread count (adapt_threads.go)
 	// minInterval is the shortest time between policy calls
 	// (defaultMinInterval; 0 for trace replays: calls at every cadence step).
 	minInterval time.Duration
@@ -181,6 +182,7 @@ func (a *Adapter) BeforeStep(step int) error {
 	if !a.lastTok.IsZero() {
 		if dt := now.Sub(a.lastTok).Seconds(); dt > 0 {
 			inst := float32(1 / dt)
+			a.steps.observe(int(a.cur.Threads), now.Sub(a.lastTok))
 			a.s.TokPerSec = inst
 			if a.ewma == 0 {
 				a.ewma = inst
@@ -190,7 +192,7 @@ func (a *Adapter) BeforeStep(step int) error {
 		}
 	}
 	a.lastTok = now
-	if step < a.next || (!a.lastCall.IsZero() && now.Sub(a.lastCall) < a.minInterval) {
+	if (step < a.next && !a.overdue(now)) || (!a.lastCall.IsZero() && now.Sub(a.lastCall) < a.minInterval) {
 		return nil
 	}
 	a.lastCall = now
@@ -216,6 +218,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	s.TiersAvailable = int32(n)
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = a.cur.Tier, a.cur.SpecK, a.cur.Window, a.cur.Anchors, a.cur.KVType
 	s.CurLayerBits = a.cur.LayerBits
+	a.steps.fill(int(a.cur.Threads), s)
 	s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
 	a.fillSpec(s)
 

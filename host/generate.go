@@ -61,6 +61,22 @@ type Stats struct {
 	// descheduled on a busy machine does not count: the noise-robust
 	// measure for comparisons.
 	PrefillCPU, DecodeCPU time.Duration
+	// DecodeProcCPU is the whole process's CPU time (every thread:
+	// compute helpers, spinning or polling workers, the Go runtime) from the
+	// start of the second decode step to the end of generation, and
+	// DecodeSpan the wall time of that span (sampling included), with
+	// MeasureCPU. DecodeProcCPU / DecodeSpan is how many cores the process
+	// kept busy while decoding: at most the thread count for an engine that
+	// burns no core it does not compute on.
+	DecodeProcCPU, DecodeSpan time.Duration
+}
+
+// DecodeCores is DecodeProcCPU / DecodeSpan (0 without a measurement).
+func (s Stats) DecodeCores() float64 {
+	if s.DecodeSpan <= 0 {
+		return 0
+	}
+	return s.DecodeProcCPU.Seconds() / s.DecodeSpan.Seconds()
 }
 
 // PrefillCPUTPS is prompt tokens per second of thread CPU time.
@@ -130,6 +146,8 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 	st.Prefill, st.PrefillCPU = time.Since(start), threadCPU(cpu)-c0
 
 	// decode
+	var spanStart time.Time
+	var proc0 time.Duration
 	for i := 0; i < opts.NPredict; i++ {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -163,6 +181,9 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 				return st, err
 			}
 		}
+		if cpu && i == 1 {
+			spanStart, proc0 = time.Now(), cputime.Process()
+		}
 		t0, c0 := time.Now(), threadCPU(cpu)
 		one[0] = tok
 		if err := sess.Decode(one, LogitsLast); err != nil {
@@ -177,6 +198,9 @@ func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, op
 		st.Decode += time.Since(t0)
 		st.DecodeCPU += threadCPU(cpu) - c0
 		st.DecodeTokens++
+	}
+	if cpu && !spanStart.IsZero() {
+		st.DecodeSpan, st.DecodeProcCPU = time.Since(spanStart), cputime.Process()-proc0
 	}
 	return st, nil
 }

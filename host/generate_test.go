@@ -42,6 +42,17 @@ func TestGenerateCPUTime(t *testing.T) {
 		if r := st.DecodeCPUTPS() / st.DecodeTPS(); r < 0.9 {
 			t.Fatalf("CPU-time rate %.0f far below wall rate %.0f", st.DecodeCPUTPS(), st.DecodeTPS())
 		}
+		// The whole process (every thread) over the decode span: at least
+		// the generating thread's CPU, and at one thread at most 1.05
+		// cores busy (+ the clock slack over the span): nothing else in
+		// the process may spin while one thread decodes.
+		t.Logf("process CPU over the decode span %v: %v (%.3f cores)", st.DecodeSpan, st.DecodeProcCPU, st.DecodeCores())
+		if st.DecodeSpan < st.Decode || st.DecodeProcCPU+slack < st.DecodeCPU {
+			t.Fatalf("decode span %v < decode %v, or process CPU %v < thread CPU %v", st.DecodeSpan, st.Decode, st.DecodeProcCPU, st.DecodeCPU)
+		}
+		if limit := 1.05 + slack.Seconds()/st.DecodeSpan.Seconds(); st.DecodeCores() > limit {
+			t.Fatalf("%.3f cores busy while decoding on one thread (limit %.3f)", st.DecodeCores(), limit)
+		}
 		// Without MeasureCPU no thread CPU time is read (no system calls
 		// per step).
 		st, err = Generate(context.Background(), sess, eng.Vocab(), prompt,

@@ -28,7 +28,8 @@ const MaxThreads = C.GGML_MAX_N_THREADS
 type ThreadpoolParams struct {
 	NThreads int
 	// CPUs pins the pool to these CPU ids (big-core pinning); empty = the
-	// default affinity.
+	// inherited affinity. Ids the process may not use (taskset, cgroup
+	// cpuset) are dropped; if none is left NewThreadpool fails.
 	CPUs []int
 	// Strict places thread i on the i-th CPU of the mask (else any of them).
 	Strict bool
@@ -51,8 +52,12 @@ func NewThreadpool(tp ThreadpoolParams) (*Threadpool, error) {
 	if tp.Poll < 0 || tp.Poll > 100 {
 		return nil, ggmlErr("threadpool: poll %d (want 0-100)", tp.Poll)
 	}
+	cpus, err := allowedMask(tp.CPUs, AllowedCPUs())
+	if err != nil {
+		return nil, err
+	}
 	p := C.ggml_threadpool_params_default(C.int(tp.NThreads))
-	for _, cpu := range tp.CPUs {
+	for _, cpu := range cpus {
 		if cpu < 0 || cpu >= MaxThreads {
 			return nil, ggmlErr("threadpool: cpu %d out of range 0-%d", cpu, MaxThreads-1)
 		}

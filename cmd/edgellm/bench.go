@@ -34,7 +34,8 @@ func init() {
 			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
-			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (no effect in this build: ollama's cgo build of ggml does not define GGML_USE_CPU_REPACK)")
+			fs.Bool("no-repack", false, "keep llama.cpp from repacking weights (effective only in a build made with make build REPACK=1, which defines GGML_USE_CPU_REPACK)")
+			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
 			addVerboseFlag(fs)
@@ -58,6 +59,7 @@ type benchOptions struct {
 	Tiers            []string `koanf:"tiers"`
 	CtxTokens        int      `koanf:"ctx-tokens"`
 	NoRepack         bool     `koanf:"no-repack"`
+	Bandwidth        bool     `koanf:"bandwidth"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
 	benchSpecOptions `koanf:",squash"`
@@ -180,6 +182,15 @@ func runBench(c *cmdEnv, args []string) error {
 		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, NoRepack: o.NoRepack,
 		Text: string(text), TextName: benchText, Progress: c.Stderr}
 	c.Logf("bench: %s, %d prompt + %d generated tokens, %d repeats", label, o.NPrompt, o.NPredict, o.Repeats)
+	roofline := func(...*bench.Result) {}
+	if o.Bandwidth && !o.JSON {
+		bw := machineBandwidth(c.Stdout, o.Threads)
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		roofline = func(rs ...*bench.Result) { printRoofline(c.Stdout, st.Size(), bw, rs...) }
+	}
 	if o.Compare != "" {
 		r, err := bench.Compare(c.Ctx, path, o.Engine, o.Compare, bo)
 		if err != nil {
@@ -189,6 +200,7 @@ func runBench(c *cmdEnv, args []string) error {
 			return writeJSON(c.Stdout, r)
 		}
 		printResults(c.Stdout, r.A, r.B)
+		roofline(r.A, r.B)
 		fmt.Fprintf(c.Stdout, "ratio A/B: prefill %.3f  decode %.3f   (process peak with both loaded: RSS %.1f MiB, PSS %.1f MiB)\n",
 			r.PrefillRatio, r.DecodeRatio, r.RSSPeakMB, r.PSSPeakMB)
 		fmt.Fprintf(c.Stdout, "ratio A/B over thread CPU time: prefill %.3f  decode %.3f   (robust to a busy machine with --threads 1)\n",
@@ -203,6 +215,7 @@ func runBench(c *cmdEnv, args []string) error {
 		return writeJSON(c.Stdout, r)
 	}
 	printResults(c.Stdout, r)
+	roofline(r)
 	return nil
 }
 
@@ -235,6 +248,7 @@ func printResults(w io.Writer, rs ...*bench.Result) {
 	if len(rs) > 0 {
 		fmt.Fprintf(w, "model %s; medians of %d repeats; prompt: %s\n", rs[0].Model, rs[0].Repeats, rs[0].PromptSource)
 	}
+	printHonesty(w, rs...)
 }
 
 func printSwap(w io.Writer, r *bench.SwapResult) {

@@ -150,8 +150,9 @@ func TestBenchText(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "decode tok/s") || !strings.Contains(lines[1], "llamacpp") {
-		t.Fatalf("want a header, one row and a footnote on stdout:\n%s", out)
+	if len(lines) != 5 || !strings.Contains(lines[0], "decode tok/s") || !strings.Contains(lines[1], "llamacpp") ||
+		!strings.Contains(lines[3], "min/med/max") || !strings.Contains(lines[4], "of 1 threads") {
+		t.Fatalf("want a header, one row, a footnote, then the spread and process-CPU table on stdout:\n%s", out)
 	}
 	if strings.Contains(out, "repeat 1/1") || !strings.Contains(errs, "repeat 1/1") {
 		t.Fatalf("progress must go to stderr only:\nstdout %q\nstderr %q", out, errs)

@@ -2,7 +2,11 @@
 
 package sensors
 
-import "syscall"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // kfile is a kernel file (procfs, sysfs, cgroupfs) kept open for the life of
 // the Reader and re-read with pread at offset 0: the kernel regenerates the
@@ -51,4 +55,19 @@ func (f *kfile) close() {
 		syscall.Close(f.fd1 - 1)
 		f.fd1 = 0
 	}
+}
+
+// affinity is the calling thread's CPU affinity mask (CPUs 0-127) and how
+// many CPUs it holds in all.
+func affinity() (mask [2]uint64, n int, ok bool) {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return mask, 0, false
+	}
+	for c := range maxCPUList {
+		if set.IsSet(c) {
+			mask[c/64] |= 1 << (c % 64)
+		}
+	}
+	return mask, set.Count(), true
 }

@@ -20,6 +20,10 @@ type Snapshot struct {
 	Thermal Thermal
 	Power   Power
 	CPU     CPUFreqs
+	// CPU contention (SourceCPULoad).
+	CPUPSI   PSI        // /proc/pressure/cpu
+	Runnable Runnable   // /proc/loadavg running/total
+	Allowed  CPUAllowed // affinity ∩ cgroup cpuset
 }
 
 // Fill writes the file-based readings of s into dst and sets their presence
@@ -93,6 +97,27 @@ func (s *Snapshot) Fill(dst *abi.Sensors) {
 	if on, known := s.Power.ExternalPower(); known {
 		dst.Charging = on
 		dst.Present |= abi.PresentCharging
+	}
+	s.fillCPULoad(dst)
+}
+
+// fillCPULoad writes the CPU contention readings (ABI 1.3):
+//
+//	cpu_psi_some_avg10  /proc/pressure/cpu some avg10
+//	cpu_runnable        /proc/loadavg runnable tasks (the machine's, this process's included)
+//	cpu_allowed         CPUs in sched_getaffinity ∩ the cgroup's cpuset.cpus.effective
+//
+// cpu_runnable and cpu_allowed share one presence bit: both are needed to
+// compare the run queue with the CPUs available.
+func (s *Snapshot) fillCPULoad(dst *abi.Sensors) {
+	if s.CPUPSI.Present && s.CPUPSI.Some.Present {
+		dst.CPUPSISomeAvg10 = float32(s.CPUPSI.Some.Avg10)
+		dst.Present |= abi.PresentCPUPSI
+	}
+	if s.Runnable.Present && s.Allowed.Present {
+		dst.CPURunnable = float32(s.Runnable.Running)
+		dst.CPUAllowed = int32(s.Allowed.N)
+		dst.Present |= abi.PresentCPULoad
 	}
 }
 

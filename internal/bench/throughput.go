@@ -81,6 +81,11 @@ type Repeat struct {
 	// The same rates over the generating thread's CPU time (host.Stats).
 	PrefillCPUTPS float64 `json:"prefill_cpu_tps"`
 	DecodeCPUTPS  float64 `json:"decode_cpu_tps"`
+	// DecodeProcCPUMS is the whole process's CPU time over the decode
+	// (every thread, host.Stats.DecodeProcCPU) and DecodeCores that over
+	// the decode's wall time: the cores the process kept busy.
+	DecodeProcCPUMS float64 `json:"decode_proc_cpu_ms"`
+	DecodeCores     float64 `json:"decode_cores"`
 }
 
 // Result is one engine's benchmark.
@@ -104,7 +109,15 @@ type Result struct {
 	// time a busy machine kept the thread off the CPU.
 	PrefillCPUTPS float64 `json:"prefill_cpu_tps"`
 	DecodeCPUTPS  float64 `json:"decode_cpu_tps"`
-	LoadMS        float64 `json:"load_ms"`
+	// PrefillSpread and DecodeSpread are min / median / max over the
+	// repeats; Warnings flags a spread above SpreadLimit.
+	PrefillSpread Spread `json:"prefill_spread"`
+	DecodeSpread  Spread `json:"decode_spread"`
+	// DecodeCores is the median over the repeats of the process's CPU time
+	// (all threads) ÷ wall time during decode, beside the generating
+	// thread's rate above: helpers that spin count here.
+	DecodeCores float64 `json:"decode_cores"`
+	LoadMS      float64 `json:"load_ms"`
 	// RSSPeakMB and PSSPeakMB (MiB) are the process's peaks over load and all
 	// repeats. Compare leaves them 0 on each side (both engines are resident
 	// together) and reports the process peak on the CompareResult.
@@ -159,6 +172,7 @@ type side struct {
 	fill   []float64
 	decCPU []float64
 	pfCPU  []float64
+	cores  []float64
 	tag    string // "A: " / "B: " in Compare's progress lines
 }
 
@@ -234,12 +248,14 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	}
 	r := Repeat{PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(),
 		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens,
-		PrefillCPUTPS: st.PrefillCPUTPS(), DecodeCPUTPS: st.DecodeCPUTPS()}
+		PrefillCPUTPS: st.PrefillCPUTPS(), DecodeCPUTPS: st.DecodeCPUTPS(),
+		DecodeProcCPUMS: millis(st.DecodeProcCPU), DecodeCores: st.DecodeCores()}
 	s.res.PerRepeat = append(s.res.PerRepeat, r)
 	s.fill = append(s.fill, r.PrefillTPS)
 	s.decode = append(s.decode, r.DecodeTPS)
 	s.pfCPU = append(s.pfCPU, r.PrefillCPUTPS)
 	s.decCPU = append(s.decCPU, r.DecodeCPUTPS)
+	s.cores = append(s.cores, r.DecodeCores)
 	if k, ok := sess.(kvBytesPerTokener); ok {
 		s.res.KVBytesPerToken = k.KVBytesPerToken()
 	}
@@ -249,8 +265,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		}
 	}
 	if o.Progress != nil {
-		fmt.Fprintf(o.Progress, "bench: %s%s repeat %d/%d: prefill %d tok %.1f tok/s, decode %d tok %.1f tok/s\n",
-			s.tag, s.res.Engine, i+1, o.Repeats, st.PromptTokens, r.PrefillTPS, st.DecodeTokens, r.DecodeTPS)
+		fmt.Fprintf(o.Progress, "bench: %s%s repeat %d/%d: prefill %d tok %.1f tok/s, decode %d tok %.1f tok/s (%.2f cores busy)\n",
+			s.tag, s.res.Engine, i+1, o.Repeats, st.PromptTokens, r.PrefillTPS, st.DecodeTokens, r.DecodeTPS, r.DecodeCores)
 	}
 	return nil
 }
@@ -260,6 +276,8 @@ func (s *side) finish() {
 	s.res.DecodeTPS = Median(s.decode)
 	s.res.PrefillCPUTPS = Median(s.pfCPU)
 	s.res.DecodeCPUTPS = Median(s.decCPU)
+	s.res.PrefillSpread, s.res.DecodeSpread = spreadOf(s.fill), spreadOf(s.decode)
+	s.res.DecodeCores = Median(s.cores)
 }
 
 // Run loads the model at path on o.Engine and measures it: load time, then

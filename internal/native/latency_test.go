@@ -6,8 +6,8 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/cputime"
 )
 
 // TestLayerLatency: sampled every 3rd step only; on a sampled step every

@@ -2,7 +2,6 @@ package native
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/edgellm/edgellm/host/engine"
@@ -105,10 +104,7 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	}
 	threads := sc.Threads
 	if threads <= 0 {
-		threads = e.opts.Threads
-	}
-	if threads <= 0 {
-		threads = runtime.NumCPU()
+		threads = e.defaultThreads()
 	}
 	ok := false
 	defer func() {
@@ -121,8 +117,7 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	} else if s.kv, err = NewKVArena(cfg, typ, s.nCtx); err != nil {
 		return nil, fmt.Errorf("native: %w", err)
 	}
-	if s.tp, err = kernels.NewThreadpool(kernels.ThreadpoolParams{NThreads: threads, CPUs: e.opts.CPUs,
-		Strict: e.opts.StrictCPU, Poll: e.opts.Poll}); err != nil {
+	if s.tp, err = e.newThreadpool(threads); err != nil {
 		return nil, err
 	}
 	if s.be, err = kernels.NewCPUBackend(s.tp, 0); err != nil {

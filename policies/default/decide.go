@@ -90,13 +90,14 @@ func memUsed(s *abi.Sensors) int32 {
 var st state
 
 // reset forgets everything (what a fresh instance starts with).
-func reset() { st = state{} }
+func reset() { st, ts = state{}, threadState{} }
 
 // Decide is the policy. It changes only what it must and sets the reason of
 // the most important change: emergency > thermal > memory > throughput >
 // speculation.
 func Decide(s *abi.Sensors, d *abi.Decision) {
 	var r reason
+	threads(s, d, &r)
 	if !specRate(s, d, &r) {
 		speculation(s, d, &r)
 	}

@@ -285,9 +285,13 @@ func cases() []policytest.Case {
 	}
 }
 
-func TestNative(t *testing.T) { policytest.RunNative(t, Decide, cases(), policytest.WithReset(reset)) }
+func TestNative(t *testing.T) {
+	policytest.RunNative(t, Decide, append(cases(), threadCases()...), policytest.WithReset(reset))
+}
 
-func TestWasm(t *testing.T) { policytest.RunWasm(t, policytest.Build(t, "."), cases()) }
+func TestWasm(t *testing.T) {
+	policytest.RunWasm(t, policytest.Build(t, "."), append(cases(), threadCases()...))
+}
 
 func TestDecideNoAlloc(t *testing.T) {
 	reset()

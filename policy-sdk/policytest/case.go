@@ -109,6 +109,7 @@ func (e *engineState) report(s *abi.Sensors) {
 	c := &e.cur
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = c.Tier, c.SpecK, c.Window, c.Anchors, c.KVType
 	s.CurLayerBits = c.LayerBits
+	s.CurThreads = c.Threads
 	s.Present |= abi.PresentCurrent
 }
 

@@ -1,0 +1,89 @@
+package host
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/edgellm/edgellm/abi"
+)
+
+// The step clock's ratio is 1 on a steady engine, follows a slowdown at
+// the same thread count, and starts over (no ratio until a baseline) at a
+// new count.
+func TestStepClock(t *testing.T) {
+	var c stepClock
+	var s abi.Sensors
+	ms := time.Millisecond
+	for range baselineSteps - 1 {
+		c.observe(2, 40*ms)
+	}
+	c.fill(2, &s)
+	if s.Present&abi.PresentStepBaseline != 0 || s.CurThreads != 2 {
+		t.Fatalf("ratio before %d steps: %+v", baselineSteps, s.StepTimeRatio)
+	}
+	for range 20 {
+		c.observe(2, 40*ms)
+	}
+	s = abi.Sensors{}
+	c.fill(2, &s)
+	if s.Present&abi.PresentStepBaseline == 0 || math.Abs(float64(s.StepTimeRatio)-1) > 0.05 {
+		t.Fatalf("steady ratio %v (bit %v)", s.StepTimeRatio, s.Present&abi.PresentStepBaseline != 0)
+	}
+	// A CPU hog makes every step 4× slower: the EWMA gets there within ~15
+	// steps, minus the baseline's drift.
+	for range 30 {
+		c.observe(2, 160*ms)
+	}
+	s = abi.Sensors{}
+	c.fill(2, &s)
+	if s.StepTimeRatio < 3.5 || s.StepTimeRatio > 4 {
+		t.Fatalf("contended ratio %v, want in [3.5, 4]", s.StepTimeRatio)
+	}
+	// One thread: a new count, no baseline yet, then its own.
+	c.observe(1, 80*ms)
+	s = abi.Sensors{}
+	c.fill(1, &s)
+	if s.Present&abi.PresentStepBaseline != 0 || s.CurThreads != 1 {
+		t.Fatalf("ratio at a fresh count: %v", s.StepTimeRatio)
+	}
+	for range 10 {
+		c.observe(1, 80*ms)
+	}
+	s = abi.Sensors{}
+	c.fill(1, &s)
+	if math.Abs(float64(s.StepTimeRatio)-1) > 0.05 {
+		t.Fatalf("one-thread ratio %v", s.StepTimeRatio)
+	}
+	// Back at two threads, quiet again: the old baseline (drifted) holds.
+	for range 10 {
+		c.observe(2, 40*ms)
+	}
+	s = abi.Sensors{}
+	c.fill(2, &s)
+	if s.StepTimeRatio < 0.9 || s.StepTimeRatio > 1.1 {
+		t.Fatalf("two threads quiet again: ratio %v", s.StepTimeRatio)
+	}
+}
+
+// Live readings: a policy call is due once MaxInterval has passed, whatever
+// the step cadence; trace replays (MinInterval 0) keep the pure cadence.
+func TestAdapterOverdue(t *testing.T) {
+	now := time.Now()
+	a := &Adapter{minInterval: defaultMinInterval}
+	if a.overdue(now) {
+		t.Fatal("overdue before the first call")
+	}
+	a.lastCall = now.Add(-MaxInterval / 2)
+	if a.overdue(now) {
+		t.Fatal("overdue after half of MaxInterval")
+	}
+	a.lastCall = now.Add(-MaxInterval)
+	if !a.overdue(now) {
+		t.Fatal("not overdue after MaxInterval")
+	}
+	a.minInterval = 0
+	if a.overdue(now) {
+		t.Fatal("a trace replay must keep the step cadence")
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import "github.com/edgellm/edgellm/abi"
+
+// CPU contention controller: decode threads follow the CPUs that are
+// actually free. On a shared CPU a decode thread that has to wait for a core
+// stalls every other decode thread at ggml's per-op barrier (they spin until
+// it arrives), so one more runnable process than there are free cores can
+// make two threads several times slower than one. The controller
+//
+//   - lowers the thread count when other runnable tasks leave fewer free
+//     CPUs than decode threads, confirmed by CPU pressure (PSI some avg10)
+//     or by the engine's own step time against its quiet baseline at this
+//     thread count; or, without load readings, when that step time has
+//     doubled;
+//   - raises it one step when the run queue leaves a CPU free for one more
+//     thread on ThreadCalmCalls consecutive calls (PSI is not waited for:
+//     its 10 s average lags the run queue by seconds);
+//   - changes it at most once per ThreadHoldSteps decode steps.
+//
+// Other runnable tasks are the machine's run queue (cpu_runnable) minus the
+// policy's own calling thread (the decode threads sleep between steps),
+// smoothed over calls; free CPUs are cpu_allowed minus those.
+const (
+	// ThreadHoldSteps is the minimum number of decode steps between two
+	// thread changes.
+	ThreadHoldSteps = 32
+	// ThreadCalmCalls is how many consecutive calm readings a raise needs.
+	ThreadCalmCalls = 2
+	// PSIContended is the CPU PSI some avg10 (%) that confirms contention.
+	PSIContended = 10
+	// SlowRatio is the step time ÷ quiet baseline that confirms contention;
+	// CollapseRatio alone (no load readings) lowers the thread count.
+	SlowRatio     = 1.3
+	CollapseRatio = 2.0
+	// othersAlpha smooths the run-queue reading across calls.
+	othersAlpha = 0.5
+)
+
+// ReasonCPUContention is this policy's reason code for thread changes (the
+// ABI has no predefined code for CPU contention).
+const ReasonCPUContention = abi.ReasonPolicy + 1
+
+// threadState is what the controller remembers between calls.
+type threadState struct {
+	others     float32 // smoothed other runnable tasks
+	seen       bool    // others holds a reading
+	calm       int     // consecutive calm readings
+	lastChange uint64  // step of the last thread change
+	changed    bool
+}
+
+var ts threadState
+
+func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
+	if !s.Has(abi.PresentCurrent) || s.CurThreads < 1 {
+		return // the host does not report the thread count (ABI < 1.3)
+	}
+	cur := s.CurThreads
+	load := s.Has(abi.PresentCPULoad) && s.CPUAllowed > 0
+	if load {
+		o := max(0, s.CPURunnable-1)
+		if !ts.seen {
+			ts.others, ts.seen = o, true
+		} else {
+			ts.others += othersAlpha * (o - ts.others)
+		}
+	}
+	psi := s.Has(abi.PresentCPUPSI)
+	ratio := s.Has(abi.PresentStepBaseline)
+	slow := ratio && s.StepTimeRatio >= SlowRatio
+	pressed := psi && s.CPUPSISomeAvg10 >= PSIContended
+	if ts.changed && s.Step-ts.lastChange < ThreadHoldSteps {
+		return
+	}
+	free := float32(0)
+	if load {
+		free = float32(s.CPUAllowed) - ts.others
+	}
+	// Lower.
+	if cur > 1 {
+		target := int32(0)
+		switch {
+		case load && free < float32(cur)-0.5 && (slow || pressed || (!psi && !ratio)):
+			target = max(1, min(cur-1, int32(free+0.5)))
+		case ratio && s.StepTimeRatio >= CollapseRatio:
+			target = cur - 1
+		}
+		if target > 0 {
+			ts.calm = 0
+			setThreads(s, d, r, cur, target, "cpu contended: threads ")
+			return
+		}
+	}
+	// Raise.
+	if !load || cur >= s.CPUAllowed {
+		ts.calm = 0
+		return
+	}
+	if free < float32(cur)+0.5 {
+		ts.calm = 0
+		return
+	}
+	ts.calm++
+	if ts.calm >= ThreadCalmCalls {
+		ts.calm = 0
+		setThreads(s, d, r, cur, cur+1, "cpu free: threads ")
+	}
+}
+
+func setThreads(s *abi.Sensors, d *abi.Decision, r *reason, from, to int32, why string) {
+	d.Threads = to
+	ts.lastChange, ts.changed = s.Step, true
+	r.set(ReasonCPUContention, why)
+	r.tierMove(from, to)
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/policy-sdk/policytest"
+)
+
+// cpuPhase is n steps of one contention state on a 2-CPU machine (SIMULATED
+// readings): hogs other runnable tasks besides the policy's caller and the
+// CPU PSI. The step time ratio is left out: it depends on the thread count
+// the simulated engine runs at, which a step list cannot know in advance.
+type cpuPhase struct {
+	n      int
+	hogs   float32
+	psi    float32
+	noLoad bool // leave out cpu_runnable/cpu_allowed
+}
+
+// cpuSteps expands phases into step sensors.
+func cpuSteps(phases []cpuPhase) []abi.Sensors {
+	var steps []abi.Sensors
+	for _, p := range phases {
+		for range p.n {
+			s := abi.Sensors{Present: abi.PresentCPUPSI, CPUPSISomeAvg10: p.psi}
+			if !p.noLoad {
+				s.Present |= abi.PresentCPULoad
+				s.CPURunnable, s.CPUAllowed = 1+p.hogs, 2
+			}
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+// threadStart is the engine at 2 threads.
+func threadStart() abi.Decision { d := start(); d.Threads = 2; return d }
+
+func threadCases() []policytest.Case {
+	quiet := cpuPhase{n: 40, hogs: 0, psi: 1}
+	oneHog := cpuPhase{n: 80, hogs: 1, psi: 40}
+	twoHogs := cpuPhase{n: 80, hogs: 2, psi: 70}
+	hogSteps := cpuSteps([]cpuPhase{quiet, oneHog, quiet, twoHogs, quiet})
+	blindSteps := cpuSteps([]cpuPhase{{n: 80, noLoad: true}})
+	for i := range blindSteps {
+		blindSteps[i].Present &^= abi.PresentCPUPSI
+		blindSteps[i].Present |= abi.PresentStepBaseline
+		blindSteps[i].StepTimeRatio = 2.5
+	}
+	return []policytest.Case{
+		{
+			Name: "cpu hogs come and go", Base: engine(), Start: threadStart(), Steps: hogSteps,
+			After: func(t *testing.T, steps []policytest.Step) {
+				threadsAt := func(k int) int32 { return steps[k].Decision.Threads }
+				// quiet 0-39: 2 threads; one hog 40-119: 1 thread from its
+				// first reading (two smoothed readings at most); quiet
+				// 120-159: back to 2 within the calm readings and the hold;
+				// two hogs 160-239: 1; quiet 240-279: 2.
+				want := []struct {
+					from, to int
+					threads  int32
+				}{{0, 39, 2}, {42, 119, 1}, {120 + ThreadCalmCalls + 2, 159, 2}, {162, 239, 1}, {240 + ThreadCalmCalls + ThreadHoldSteps, 279, 2}}
+				for _, w := range want {
+					for k := w.from; k <= w.to; k++ {
+						if threadsAt(k) != w.threads {
+							t.Fatalf("step %d: %d threads, want %d over steps %d-%d", k, threadsAt(k), w.threads, w.from, w.to)
+						}
+					}
+				}
+				changes := 0
+				for k, st := range steps {
+					if st.Decision.Threads != st.Sensors.CurThreads {
+						changes++
+						if st.Decision.ReasonCode != ReasonCPUContention {
+							t.Errorf("step %d: thread change with reason %d %q", k, st.Decision.ReasonCode, st.Decision.Reason())
+						}
+					}
+				}
+				if changes != 4 {
+					t.Errorf("%d thread changes, want 4 (down, up, down, up)", changes)
+				}
+			},
+		},
+		{
+			Name: "no load readings: a doubled step time lowers, nothing raises", Base: engine(), Start: threadStart(), Steps: blindSteps,
+			After: func(t *testing.T, steps []policytest.Step) {
+				if steps[0].Decision.Threads != 1 {
+					t.Fatalf("step 0: %d threads at step time ×2.5, want 1", steps[0].Decision.Threads)
+				}
+				for k, st := range steps[1:] {
+					if st.Decision.Threads != 1 {
+						t.Fatalf("step %d: raised to %d without load readings", k+1, st.Decision.Threads)
+					}
+				}
+			},
+		},
+		{
+			Name: "quiet machine at 1 thread: raised to the allowed CPUs", Base: engine(),
+			Start: func() abi.Decision { d := start(); d.Threads = 1; return d }(),
+			Steps: cpuSteps([]cpuPhase{{n: 40, psi: 0}}),
+			After: func(t *testing.T, steps []policytest.Step) {
+				if got := steps[len(steps)-1].Decision.Threads; got != 2 {
+					t.Fatalf("%d threads after 40 quiet steps, want 2 (cpu_allowed)", got)
+				}
+			},
+		},
+	}
+}
