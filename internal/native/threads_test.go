@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 	"github.com/edgellm/edgellm/kernels"
 )
