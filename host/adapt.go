@@ -17,13 +17,15 @@ import (
 )
 
 // DefaultCadence is how many decode steps pass between policy calls unless the
-// policy asks for another cadence (Decision.CadenceSteps).
-const DefaultCadence = 16
+// policy asks for another cadence (Decision.CadenceSteps): every step, as
+// DESIGN.md says. A policy that wants fewer calls returns a longer cadence.
+const DefaultCadence = 1
 
-// DefaultMinInterval is the shortest time between policy calls. Device
-// readings move on a scale of 100 ms; on a tiny fast model 16 steps can be
-// 3 ms, and asking the policy 300 times a second buys nothing.
-const DefaultMinInterval = 50 * time.Millisecond
+// DefaultMinInterval is the shortest time between policy calls: none, so
+// the policy is called at every cadence step. Live readings are cached by
+// the sensors.Sampler (--sensor-interval), so a call per step costs a
+// policy call, not a sensor read (overhead: docs/BENCHMARKS.md).
+const DefaultMinInterval time.Duration = 0
 
 // SensorSource fills the device readings of the policy's input.
 type SensorSource interface {

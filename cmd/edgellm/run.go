@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,8 @@ func init() {
 			fs.StringSlice("swap-to", nil, "tier index to swap to at each --swap-at")
 			addPolicyFlags(fs)
 			addRunStatsFlags(fs)
+			addGateFlags(fs)
+			addWindowFlags(fs)
 			addLayerSetFlags(fs)
 			addVerboseFlag(fs)
 		},
@@ -91,6 +94,8 @@ type runOptions struct {
 	samplingOptions `koanf:",squash"`
 	policyOptions   `koanf:",squash"`
 	runStatsOptions `koanf:",squash"`
+	gateOptions     `koanf:",squash"`
+	windowOptions   `koanf:",squash"`
 	layerSetOptions `koanf:",squash"`
 }
 
@@ -174,8 +179,8 @@ func runRun(c *cmdEnv, args []string) error {
 	}
 	defer eng.Close()
 	info := eng.Info()
-	if o.Ctx > info.NCtxTrain {
-		return usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
+	if o.Ctx, err = fitCtx(c, o.Ctx, info.NCtxTrain); err != nil {
+		return err
 	}
 	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
 	if d := describeLayerSets(eng); d != "" {
@@ -187,6 +192,9 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer sess.Close()
+	if err := applyWindow(c, o.windowOptions, eng, sess, o.Ctx, o.policyOptions.enabled()); err != nil {
+		return err
+	}
 
 	vocab := eng.Vocab()
 	var prompt []int32
@@ -195,6 +203,7 @@ func runRun(c *cmdEnv, args []string) error {
 	} else if prompt, err = vocab.Tokenize(o.Prompt, true); err != nil {
 		return fmt.Errorf("tokenize prompt: %w", err)
 	}
+	o.NPredict = fitNPredict(c, o.NPredict, len(prompt), o.Ctx)
 	if len(prompt)+o.NPredict > o.Ctx {
 		return usagef("prompt of %d tokens + %d to generate exceed --ctx %d", len(prompt), o.NPredict, o.Ctx)
 	}
@@ -204,6 +213,11 @@ func runRun(c *cmdEnv, args []string) error {
 	if o.Prompt != "" {
 		fmt.Fprint(out, o.Prompt)
 	}
+	gate, err := openGate(o.gateOptions)
+	if err != nil {
+		return err
+	}
+	defer gate.Close()
 	rs, err := openRunStats(o.StatsJSON, eng)
 	if err != nil {
 		return err
@@ -212,10 +226,23 @@ func runRun(c *cmdEnv, args []string) error {
 	var ll *logitlog.Writer
 	if o.LogitsOut != "" {
 		if ll, err = logitlog.Create(o.LogitsOut, vocab.NVocab(), prompt); err != nil {
+			rs.Remove()
 			return fmt.Errorf("--logits-out: %w", err)
 		}
 		defer ll.Close()
 	}
+	// Until generation starts, a failure (a policy that does not load, say)
+	// leaves no output file behind; from then on they are the run's record.
+	started := false
+	defer func() {
+		if !started {
+			rs.Remove()
+			if ll != nil {
+				ll.Close()
+				os.Remove(o.LogitsOut)
+			}
+		}
+	}()
 	var piece []byte
 	first, nTok := true, 0
 	emit := func(tok int32) error {
@@ -232,7 +259,10 @@ func runRun(c *cmdEnv, args []string) error {
 				return fmt.Errorf("--logits-out: %w", err)
 			}
 		}
-		return out.Flush()
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		return gate.pass(nTok)
 	}
 
 	opts := host.GenerateOptions{NPredict: o.NPredict, Sampling: sp, StopAtEOG: true}
@@ -251,6 +281,9 @@ func runRun(c *cmdEnv, args []string) error {
 		defer cleanup()
 		adapter = a
 		opts.BeforeStep = a.BeforeStep
+		if gate != nil {
+			gate.refresh = a.RefreshSensors
+		}
 	}
 	if len(plan.at) > 0 {
 		swapper, ok := sess.(host.TierSwapper)
@@ -273,6 +306,7 @@ func runRun(c *cmdEnv, args []string) error {
 			return nil
 		}
 	}
+	started = true
 	rs.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, vocab, prompt, opts, emit)
 	rs.end(st, err)

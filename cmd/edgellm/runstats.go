@@ -158,6 +158,15 @@ func (r *runStats) end(st host.Stats, genErr error) {
 	r.flush()
 }
 
+// Remove closes and deletes the file (a run that failed before it began).
+func (r *runStats) Remove() {
+	if r == nil {
+		return
+	}
+	r.f.Close()
+	os.Remove(r.f.Name())
+}
+
 // Close closes the file and reports the first write error.
 func (r *runStats) Close() error {
 	if r == nil {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
 const runnerEnv = "EDGELLM_PRESSURE_TEST_RUNNER"
@@ -59,7 +61,7 @@ func needCgroups(t *testing.T) *Cgroup {
 	t.Helper()
 	cg, err := NewCgroup(strings.ReplaceAll(t.Name(), "/", "_"))
 	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("cgroups not usable here: %v", err)
+		sharedtest.NoCgroups(t, err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 func TestCPUQuotaThrottles(t *testing.T) {
 	cg := needCgroups(t)
 	if cg.CPUDir == "" {
-		t.Skip("no cpu controller on this machine")
+		sharedtest.NoCgroups(t, "no cpu controller")
 	}
 	if err := cg.SetCPUQuota(0.1); err != nil {
 		t.Fatal(err)
