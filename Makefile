@@ -122,7 +122,7 @@ cross-arm64-check:
 # The first cross build compiles llama.cpp for arm64 (minutes on 2 cores); the
 # Go build cache makes reruns quick. Built to a temporary name and renamed, so a
 # failed build leaves nothing behind.
-build-arm64: cross-arm64-check deps
+build-arm64: cross-arm64-check cgo-check
 	@mkdir -p $(dir $(BIN_ARM64))
 	$(CROSS_ARM64_ENV) $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_ARM64).tmp ./cmd/edgellm || { rm -f $(BIN_ARM64).tmp; exit 1; }
 	@mv $(BIN_ARM64).tmp $(BIN_ARM64)
