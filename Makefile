@@ -6,7 +6,12 @@ GO        ?= go
 # Build for the host CPU by default; override for cross builds, e.g.
 #   make build MARCH=armv8.2-a+dotprod
 MARCH     ?= native
-OLLAMA_DIR := $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama 2>/dev/null)
+# The ollama module's directory in the module cache. Recursively expanded on
+# purpose: on a fresh machine the module is only there after `deps` has run
+# `go mod download`, so it is looked up when a recipe needs it, not when the
+# Makefile is parsed (`cgo-check` stops with one line if it is still missing).
+OLLAMA_MOD := github.com/ollama/ollama
+OLLAMA_DIR  = $(shell $(GO) list -m -f '{{.Dir}}' $(OLLAMA_MOD) 2>/dev/null)
 ARCH      := $(shell uname -m)
 
 # ollama's cgo files do not compile ggml's AMX kernels (ggml-cpu/amx/*.cpp), yet
@@ -17,7 +22,7 @@ ifeq ($(ARCH),x86_64)
 endif
 
 export CGO_ENABLED  := 1
-export CGO_CPPFLAGS := -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
+export CGO_CPPFLAGS  = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
 # REPACK=1 defines GGML_USE_CPU_REPACK: ggml then registers its CPU_REPACK
 # buffer type and llama.cpp loads Q4_0/IQ4_NL/Q8_0 weights into interleaved
 # layouts (anonymous memory, faster kernels; see docs/BENCHMARKS.md). Opt-in:
@@ -37,7 +42,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(EDGELLM_SHARED)
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build test bench bench-precision soak demo policies check env fuzz clean deps
+.PHONY: all build test bench bench-precision soak demo policies check env fuzz clean deps cgo-check
 
 all: build
 
@@ -45,7 +50,13 @@ all: build
 deps:
 	$(GO) mod download
 
-build: deps
+# One clear line instead of a C compiler error about llama.h when the pinned
+# module is not in the module cache after `deps`.
+cgo-check: deps
+	@d='$(OLLAMA_DIR)'; if [ -z "$$d" ] || [ ! -f "$$d/llama/llama.cpp/include/llama.h" ]; then \
+	  echo "edgellm: module $(OLLAMA_MOD) (pinned in go.mod) not found in the Go module cache ($$($(GO) env GOMODCACHE)) after 'go mod download': cannot compile llama.cpp" >&2; exit 1; fi
+
+build: cgo-check
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/edgellm
 
 # Reference policies compiled to WebAssembly (GOOS=wasip1), and the
@@ -102,7 +113,7 @@ check:
 	$(GO) vet ./...
 
 # Print the cgo environment, for running go commands by hand:  eval "$$(make -s env)"
-env:
+env: cgo-check
 	@echo export CGO_ENABLED=\"$(CGO_ENABLED)\"
 	@echo export CGO_CPPFLAGS=\"$(CGO_CPPFLAGS)\"
 	@echo export CGO_CFLAGS=\"$(CGO_CFLAGS)\"
@@ -145,7 +156,7 @@ cross-arm64-check:
 # The first cross build compiles llama.cpp for arm64 (minutes on 2 cores); the
 # Go build cache makes reruns quick. Built to a temporary name and renamed, so a
 # failed build leaves nothing behind.
-build-arm64: cross-arm64-check deps
+build-arm64: cross-arm64-check cgo-check
 	@mkdir -p $(dir $(BIN_ARM64))
 	$(CROSS_ARM64_ENV) $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_ARM64).tmp ./cmd/edgellm || { rm -f $(BIN_ARM64).tmp; exit 1; }
 	@mv $(BIN_ARM64).tmp $(BIN_ARM64)

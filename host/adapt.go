@@ -15,7 +15,11 @@ import (
 )
 
 // DefaultCadence is how many decode steps pass between policy calls unless the
-// policy asks for another cadence (Decision.CadenceSteps).
+// policy asks for another cadence (Decision.CadenceSteps). DESIGN.md asks for
+// every step; measured every step on stories260K the calls took 17.65% of
+// decode time (median, loaded machine, TestPolicyOverheadStories260K with
+// DefaultCadence 1 and DefaultMinInterval 0), far from the 1% goal, so the
+// default stays at 16 steps, at most every 50 ms, until that is resolved.
 const DefaultCadence = 16
 
 // defaultMinInterval is the shortest time between policy calls. Device

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func buildPolicyWasm(tb testing.TB, name string) string {
 
 // overheadRun generates n greedy tokens, with the default policy at the
 // default cadence when withPolicy, and returns decode time and policy time.
-func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *liveSensors, n int) (decode, inPolicy time.Duration) {
+func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *liveSensors, n int) (decode, inPolicy time.Duration, failures int) {
 	tb.Helper()
 	sess, err := eng.NewSession(SessionConfig{NCtx: n + 8, Threads: 1})
 	if err != nil {
@@ -47,22 +48,16 @@ func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *liveSensor
 		if st.Calls == 0 {
 			tb.Fatal("the policy was never called")
 		}
-		if st.Failures != 0 {
-			// On an overloaded machine a call can be descheduled past the
-			// deadline; the fallback is the designed behaviour, not the
-			// subject of this measurement.
-			tb.Logf("%d of %d policy calls failed (deadline under load?)", st.Failures, st.Calls)
-		}
-		inPolicy = st.PolicyTime
+		inPolicy, failures = st.PolicyTime, st.Failures
 	}
-	return st.Decode, inPolicy
+	return st.Decode, inPolicy, failures
 }
 
 // measureOverhead interleaves runs with and without the policy (A,B,A,B…) in
-// one process and reports the decode-time ratio and the share of decode time
-// spent in policy calls, the smallest over the repeats: noise on a shared
-// machine (a call descheduled past its deadline) only ever adds time.
-func measureOverhead(tb testing.TB, model string, n, reps int) (ratio, share float64) {
+// one process and reports the median decode-time ratio (with / without, per
+// pair), the median and the smallest share of decode time spent in policy
+// calls, and the policy failures over all runs.
+func measureOverhead(tb testing.TB, model string, n, reps int) (ratio, share, minShare float64, failures int) {
 	eng, err := Load(model, LoadOptions{Engine: "llamacpp"})
 	if err != nil {
 		tb.Fatal(err)
@@ -85,26 +80,41 @@ func measureOverhead(tb testing.TB, model string, n, reps int) (ratio, share flo
 	}
 	defer live.Close()
 	overheadRun(tb, eng, rt, live, n) // warm-up
-	var with, without time.Duration
-	share = 1
+	ratios, shares := make([]float64, reps), make([]float64, reps)
 	for i := 0; i < reps; i++ {
-		d, p := overheadRun(tb, eng, rt, live, n)
-		with += d
-		share = min(share, float64(p)/float64(d))
-		d, _ = overheadRun(tb, eng, nil, nil, n)
-		without += d
+		d, p, f := overheadRun(tb, eng, rt, live, n)
+		shares[i] = float64(p) / float64(d)
+		failures += f
+		d0, _, _ := overheadRun(tb, eng, nil, nil, n)
+		ratios[i] = float64(d) / float64(d0)
 	}
-	return float64(with) / float64(without), share
+	return median(ratios), median(shares), slices.Min(shares), failures
 }
 
-// The policy's share of decode time at the default cadence is measured
-// directly (time inside policy calls / decode time), which the noise of a
-// shared machine cannot fake; the with/without ratio is logged.
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// TestPolicyOverheadStories260K: the default policy at the default cadence
+// takes at most 1% of decode time with no policy failure. The share is
+// measured directly (time inside policy calls / decode time, both in this
+// process). The bound is on the smallest share over interleaved repeats:
+// the median was 2.08% on a loaded 2-core machine (issue #16 asks for the
+// median: that does not hold yet, see docs/BENCHMARKS.md); both are logged.
 func TestPolicyOverheadStories260K(t *testing.T) {
-	ratio, share := measureOverhead(t, sharedtest.Stories260K(t), 512, 5)
-	t.Logf("stories260K, 512 tokens, default policy every %d steps (≥ 50 ms apart): decode time with/without %.3f, policy share %.2f%%", DefaultCadence, ratio, 100*share)
-	if share > 0.01 {
-		t.Fatalf("policy calls take %.2f%% of decode time, want ≤ 1%%", 100*share)
+	ratio, share, minShare, failures := measureOverhead(t, sharedtest.Stories260K(t), 512, 5)
+	t.Logf("stories260K, 512 tokens, default policy every %d step(s), ≥ %v apart: median decode time with/without %.3f, policy share median %.2f%%, min %.2f%%, %d failures",
+		DefaultCadence, defaultMinInterval, ratio, 100*share, 100*minShare, failures)
+	if failures != 0 {
+		t.Errorf("%d policy calls failed", failures)
+	}
+	if minShare > 0.01 {
+		t.Errorf("policy calls take %.2f%% of decode time (smallest over repeats), want ≤ 1%%", 100*minShare)
 	}
 }
 
@@ -116,9 +126,10 @@ func BenchmarkPolicyOverhead(b *testing.B) {
 		model = sharedtest.Stories260K(b)
 	}
 	for i := 0; i < b.N; i++ {
-		ratio, share := measureOverhead(b, model, 128, 3)
+		ratio, share, _, failures := measureOverhead(b, model, 128, 3)
 		b.ReportMetric(ratio, "with/without")
 		b.ReportMetric(100*share, "policy-%")
+		b.ReportMetric(float64(failures), "failures")
 	}
 }
 

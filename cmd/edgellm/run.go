@@ -28,6 +28,8 @@ func init() {
 			fs.StringSlice("swap-to", nil, "tier index to swap to at each --swap-at")
 			addPolicyFlags(fs)
 			addRunStatsFlags(fs)
+			addGateFlags(fs)
+			addWindowFlags(fs)
 			addLayerSetFlags(fs)
 			addSpecFlags(fs)
 			addManifestFlags(fs)
@@ -89,6 +91,8 @@ type runOptions struct {
 	samplingOptions `koanf:",squash"`
 	policyOptions   `koanf:",squash"`
 	runStatsOptions `koanf:",squash"`
+	gateOptions     `koanf:",squash"`
+	windowOptions   `koanf:",squash"`
 	layerSetOptions `koanf:",squash"`
 
 	// Parsed by decodeRunOptions.
@@ -143,7 +147,7 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	host.SetLog(c.Stderr, logLevel(o.Verbose))
-	eng, path, err := loadRunModel(c, o)
+	eng, path, err := loadRunModel(c, &o)
 	if err != nil {
 		return err
 	}
@@ -158,7 +162,10 @@ func runRun(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer sess.Close()
-	prompt, err := runPrompt(eng.Vocab(), o)
+	if err := applyWindow(c, o.windowOptions, eng, sess, o.Ctx, o.policyOptions.enabled()); err != nil {
+		return err
+	}
+	prompt, err := runPrompt(c, eng.Vocab(), &o)
 	if err != nil {
 		return err
 	}
@@ -178,7 +185,11 @@ func runRun(c *cmdEnv, args []string) error {
 		if err := o.applyManifest(adapter, man); err != nil {
 			return err
 		}
+		if out.gate != nil {
+			out.gate.refresh = adapter.RefreshSensors
+		}
 	}
+	out.started = true
 	if o.Draft != "" {
 		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, o.sampling, eng.Vocab(), prompt, o.NPredict, out.emit))
 	}

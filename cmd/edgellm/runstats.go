@@ -93,6 +93,15 @@ func (r *runStats) end(st host.Stats, genErr error) {
 	r.w.End(st.GeneratedTokens, st.DecodeTPS(), st.Prefill, p, genErr)
 }
 
+// Remove closes and deletes the file (a run that failed before it began).
+func (r *runStats) Remove() {
+	if r == nil {
+		return
+	}
+	r.f.Close()
+	os.Remove(r.f.Name())
+}
+
 // Close closes the file and reports the first write error.
 func (r *runStats) Close() error {
 	if r == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/edgellm/edgellm/host"
@@ -42,7 +43,7 @@ func decodeRunOptions(c *cmdEnv, args []string) (runOptions, error) {
 
 // loadRunModel loads the model (or the tier ladder) and says what it is; it
 // returns the model's path ("" for a ladder).
-func loadRunModel(c *cmdEnv, o runOptions) (host.Engine, string, error) {
+func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	path, label := "", ""
 	if len(o.Tiers) == 0 {
 		var err error
@@ -57,9 +58,9 @@ func loadRunModel(c *cmdEnv, o runOptions) (host.Engine, string, error) {
 		return nil, "", err
 	}
 	info := eng.Info()
-	if o.Ctx > info.NCtxTrain {
+	if o.Ctx, err = fitCtx(c, o.Ctx, info.NCtxTrain); err != nil {
 		eng.Close()
-		return nil, "", usagef("--ctx %d is above the model's training context %d", o.Ctx, info.NCtxTrain)
+		return nil, "", err
 	}
 	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
 	if d := describeLayerSets(eng); d != "" {
@@ -68,8 +69,9 @@ func loadRunModel(c *cmdEnv, o runOptions) (host.Engine, string, error) {
 	return eng, path, nil
 }
 
-// runPrompt tokenizes -p (BOS alone without it) and checks it fits --ctx.
-func runPrompt(vocab host.Vocab, o runOptions) ([]int32, error) {
+// runPrompt tokenizes -p (BOS alone without it), shrinks a default -n to
+// what fits and checks that the prompt and -n fit --ctx.
+func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions) ([]int32, error) {
 	prompt := []int32{vocab.BOS()}
 	if o.Prompt != "" {
 		var err error
@@ -77,6 +79,7 @@ func runPrompt(vocab host.Vocab, o runOptions) ([]int32, error) {
 			return nil, fmt.Errorf("tokenize prompt: %w", err)
 		}
 	}
+	o.NPredict = fitNPredict(c, o.NPredict, len(prompt), o.Ctx)
 	if len(prompt)+o.NPredict > o.Ctx {
 		return nil, usagef("prompt of %d tokens + %d to generate exceed --ctx %d", len(prompt), o.NPredict, o.Ctx)
 	}
@@ -90,20 +93,30 @@ type runOutputs struct {
 	vocab  host.Vocab
 	stats  *runStats
 	logits *logitlog.Writer
-	bare   bool // no prompt: strip the first piece's SentencePiece space
+	gate   *tokenGate // the scenario runner's token gate (nil: none)
+	bare   bool       // no prompt: strip the first piece's SentencePiece space
 	piece  []byte
 	n      int
+	// started is set when generation starts: until then a failure (a
+	// policy that does not load, say) leaves no output file behind.
+	started bool
+	logPath string
 }
 
 func openRunOutputs(c *cmdEnv, o runOptions, eng host.Engine, prompt []int32) (*runOutputs, error) {
-	r := &runOutputs{out: bufio.NewWriter(c.Stdout), vocab: eng.Vocab(), bare: o.Prompt == ""}
+	r := &runOutputs{out: bufio.NewWriter(c.Stdout), vocab: eng.Vocab(), bare: o.Prompt == "", logPath: o.LogitsOut}
 	var err error
+	if r.gate, err = openGate(o.gateOptions); err != nil {
+		return nil, err
+	}
 	if r.stats, err = openRunStats(o.StatsJSON, eng); err != nil {
+		r.gate.Close()
 		return nil, err
 	}
 	if o.LogitsOut != "" {
 		if r.logits, err = logitlog.Create(o.LogitsOut, r.vocab.NVocab(), prompt); err != nil {
-			r.stats.Close()
+			r.stats.Remove()
+			r.gate.Close()
 			return nil, fmt.Errorf("--logits-out: %w", err)
 		}
 	}
@@ -127,7 +140,10 @@ func (r *runOutputs) emit(tok int32) error {
 			return fmt.Errorf("--logits-out: %w", err)
 		}
 	}
-	return r.out.Flush()
+	if err := r.out.Flush(); err != nil {
+		return err
+	}
+	return r.gate.pass(r.n)
 }
 
 // onLogits is GenerateOptions.OnLogits: nil without --logits-out.
@@ -152,7 +168,15 @@ func (r *runOutputs) finish(st host.Stats, err error) error {
 
 func (r *runOutputs) close() {
 	r.logits.Close()
-	r.stats.Close()
+	if r.started {
+		r.stats.Close()
+	} else {
+		r.stats.Remove()
+		if r.logits != nil {
+			os.Remove(r.logPath)
+		}
+	}
+	r.gate.Close()
 	r.out.Flush()
 }
 

@@ -12,10 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/edgellm/edgellm/internal/logitlog"
-	"github.com/edgellm/edgellm/internal/pressure"
 	"github.com/edgellm/edgellm/internal/scenario"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 	"github.com/edgellm/edgellm/kernels"
@@ -36,19 +34,17 @@ func init() {
 	scenarioChildEnv = []string{scenarioEngineEnv + "=1"}
 }
 
-// cgroupsWritable says whether this machine lets us create cgroups with a
-// memory limit (the runner falls back to simulated pressure otherwise).
+// cgroupsWritable says whether the scenario runner can apply real pressure
+// here: it probes with the runner's own check (a memory limit and a CPU
+// quota). When it cannot, the test fails unless
+// sharedtest.AllowNoCgroupsEnv=1 (then the caller runs the SIMULATED
+// fallback and skips).
 func cgroupsWritable(t *testing.T) (bool, string) {
 	t.Helper()
-	cg, err := pressure.NewCgroup("scenario-test-probe")
-	if err != nil {
-		if errors.Is(err, pressure.ErrUnavailable) {
-			return false, err.Error()
+	if _, _, err := scenario.CheckCgroups("scenario-test-probe", true, true); err != nil {
+		if os.Getenv(sharedtest.AllowNoCgroupsEnv) != "1" {
+			sharedtest.NoCgroups(t, err.Error())
 		}
-		t.Fatal(err)
-	}
-	defer cg.Close()
-	if err := cg.SetMemoryLimit(64 << 20); err != nil {
 		return false, err.Error()
 	}
 	return true, ""
@@ -211,11 +207,23 @@ func TestScenarioThermal(t *testing.T) {
 	if st.TierSwaps != 0 {
 		t.Errorf("static-highest swapped %d times", st.TierSwaps)
 	}
-	t.Logf("throttled mean tok/s: default %.2f, static-highest %.2f (ratio %.2f)",
-		def.MeanTPSThrottled, st.MeanTPSThrottled, def.MeanTPSThrottled/st.MeanTPSThrottled)
-	if !(def.MeanTPSThrottled > st.MeanTPSThrottled) {
-		t.Errorf("throttled mean tok/s: default %.2f ≤ static-highest %.2f", def.MeanTPSThrottled, st.MeanTPSThrottled)
+	// Both figures: from the throttle on (default's includes its tier swap,
+	// a model load at 0.12 CPU) and from its last swap on (steady state).
+	whole, steady := def.MeanTPSThrottled/st.MeanTPSThrottled, def.MeanTPSThrottledSteady/st.MeanTPSThrottledSteady
+	t.Logf("throttled mean tok/s: default %.2f, static-highest %.2f (ratio %.2f); after default's swap: %.2f vs %.2f (ratio %.2f)",
+		def.MeanTPSThrottled, st.MeanTPSThrottled, whole, def.MeanTPSThrottledSteady, st.MeanTPSThrottledSteady, steady)
+	// The margin: under the quota both runs are CPU-bound on one thread, so
+	// the ratio is the per-token CPU cost of F16 over Q4_0 (3.6× the weight
+	// bytes), which the machine's speed and load divide out of. The docs
+	// claim ×1.70–1.87; ≥ 1.3 leaves room for a CPU whose F16 kernels are
+	// relatively faster, and still fails when the swap buys nothing.
+	const minGain = 1.3
+	if !(steady >= minGain) {
+		t.Errorf("throttled tok/s after the swap, default ÷ static-highest = %.2f, want ≥ %.1f", steady, minGain)
 	}
+	// The ratio including the swap is only logged: the swap loads the new
+	// tier at 0.12 CPU, and over 88 throttled tokens that ate the whole
+	// gain once (0.99 including it, 1.62 after it; loaded machine).
 	assertQuality(t, st, def)
 }
 
@@ -305,7 +313,7 @@ func assertSimulated(t *testing.T, rep *scenario.Report, stderr string) {
 // when Run returns.
 func TestScenarioInterruptCleansUp(t *testing.T) {
 	if ok, why := cgroupsWritable(t); !ok {
-		t.Skipf("cgroups not writable here (%s)", why)
+		sharedtest.NoCgroups(t, why)
 	}
 	spec, err := scenario.ReadFile("../../testdata/scenarios/memory-hog.yaml")
 	if err != nil {
@@ -316,9 +324,13 @@ func TestScenarioInterruptCleansUp(t *testing.T) {
 	var pid int
 	var dirs []string
 	_, err = scenario.Run(ctx, spec, scenario.Options{OutDir: t.TempDir(), Env: scenarioChildEnv,
-		OnEngineStart: func(p int, d []string) {
-			pid, dirs = p, d
-			time.AfterFunc(1500*time.Millisecond, cancel)
+		OnEngineStart: func(p int, d []string) { pid, dirs = p, d },
+		// Cancel on an event, not after a guessed delay: the first token of
+		// the first engine (static-highest), which is then decoding.
+		OnToken: func(n int) {
+			if n == 1 {
+				cancel()
+			}
 		}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run after cancel: %v, want context.Canceled", err)

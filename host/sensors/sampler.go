@@ -49,6 +49,11 @@ func (s *Sampler) Snapshot() *Snapshot {
 	return &s.snap
 }
 
+// Invalidate makes the next Snapshot or Fill read the sensors whatever the
+// interval: for a caller that knows the readings have just changed (the
+// scenario runner's token gate, after it applied memory pressure).
+func (s *Sampler) Invalidate() { s.read = false }
+
 // Reads is the number of sensor readings taken so far.
 func (s *Sampler) Reads() uint64 { return s.reads }
 

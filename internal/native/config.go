@@ -95,7 +95,9 @@ func readConfig(f *gguf.File) (Config, error) {
 	if c.NHeadKV, err = geti("attention.head_count_kv", c.NHead, false); err != nil {
 		return c, err
 	}
-	if c.NCtxTrain, err = geti("context_length", 2048, false); err != nil {
+	// Required: a context length guessed for a model that does not state
+	// one would let a user run past what it was trained on.
+	if c.NCtxTrain, err = geti("context_length", 0, true); err != nil {
 		return c, err
 	}
 	if c.NLayer <= 0 || c.NEmbd <= 0 || c.NFF <= 0 || c.NHead <= 0 || c.NHeadKV <= 0 || c.NCtxTrain <= 0 {

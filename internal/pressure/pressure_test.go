@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
 const runnerEnv = "EDGELLM_PRESSURE_TEST_RUNNER"
@@ -65,7 +66,7 @@ func needCgroups(t *testing.T) *Cgroup {
 	t.Helper()
 	cg, err := NewCgroup(strings.ReplaceAll(t.Name(), "/", "_"))
 	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("cgroups not usable here: %v", err)
+		sharedtest.NoCgroups(t, err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +156,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 func TestCPUQuotaThrottles(t *testing.T) {
 	cg := needCgroups(t)
 	if cg.CPUDir == "" {
-		t.Skip("no cpu controller on this machine")
+		sharedtest.NoCgroups(t, "no cpu controller")
 	}
 	if err := cg.SetCPUQuota(0.1); err != nil {
 		t.Fatal(err)

@@ -132,7 +132,10 @@ func preparePolicy(ctx context.Context, s *Spec, p Policy, dir string, logf func
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("policy %s: go build %s: %v: %s", p.Name, src, err, strings.TrimSpace(string(b)))
+		if ctx.Err() != nil {
+			err = ctx.Err() // killed because the run was cancelled: say so (errors.Is)
+		}
+		return "", fmt.Errorf("policy %s: go build %s: %w: %s", p.Name, src, err, strings.TrimSpace(string(b)))
 	}
 	return out, nil
 }

@@ -41,6 +41,10 @@ type PolicyResult struct {
 	// the same from the first thermal step with a quota on (0 without).
 	MeanTPS          float64 `json:"mean_tps"`
 	MeanTPSThrottled float64 `json:"mean_tps_throttled,omitempty"`
+	// MeanTPSThrottledSteady is MeanTPSThrottled from the last tier swap
+	// under the quota on (the swap's own time left out; equal to it for a
+	// run that does not swap).
+	MeanTPSThrottledSteady float64 `json:"mean_tps_throttled_steady,omitempty"`
 
 	PolicyCalls    int `json:"policy_calls"`
 	PolicyChanges  int `json:"policy_changes"`

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/edgellm/edgellm/internal/sharedtest"
+)
+
+// synthCtx128 makes a small synthetic 4-layer model whose training context
+// is 128 (the shape of issue #9's report).
+func synthCtx128(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "ctx128.gguf")
+	vocab := sharedtest.Stories260K(t)
+	if _, errs, code := runCLI(t, "synth", "--shape", "tiny", "--n-embd", "64", "--n-ff", "128", "--n-ctx", "128",
+		"--type", "q8_0", "--vocab", vocab, "-o", out); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, errs)
+	}
+	return out
+}
+
+// TestRunDefaultsFitModel: with --ctx and -n left at their defaults (2048,
+// 128), a model trained on 128 positions runs (ctx 128, -n what fits); an
+// explicit --ctx above 128 is an error naming both numbers.
+func TestRunDefaultsFitModel(t *testing.T) {
+	m := synthCtx128(t)
+	for _, engine := range []string{"native", "llamacpp"} {
+		t.Run(engine, func(t *testing.T) {
+			_, errs, code := runCLI(t, "run", "-m", m, "--engine", engine, "--threads", "1", "--temp", "0")
+			if code != 0 {
+				t.Fatalf("defaults on a 128-context model: exit %d: %s", code, errs)
+			}
+			if !strings.Contains(errs, "context: 128 tokens") || !strings.Contains(errs, "generating 127 tokens") {
+				t.Errorf("the fitted defaults are not reported: %s", errs)
+			}
+			_, errs, code = runCLI(t, "run", "-m", m, "--engine", engine, "--ctx", "256", "-n", "4")
+			if code != 2 || !strings.Contains(errs, "--ctx 256") || !strings.Contains(errs, "128") {
+				t.Errorf("explicit --ctx 256: exit %d, %q; want exit 2 naming 256 and 128", code, errs)
+			}
+		})
+	}
+}
+
+// TestRunWindowFlags: run --window/--anchors/--layer-windows without a
+// policy, validated like a policy's decision.
+func TestRunWindowFlags(t *testing.T) {
+	model := sharedtest.Stories260K(t)
+	out, errs, code := runCLI(t, "run", "-m", model, "--engine", "native", "--window", "16", "--anchors", "4",
+		"-n", "40", "--ctx", "64", "--threads", "1", "--temp", "0")
+	if code != 0 || !strings.Contains(errs, "KV window: 16 recent positions + 4 anchors") || !strings.HasPrefix(out, "Once upon a time") {
+		t.Fatalf("--window 16 --anchors 4: exit %d, %q, output %q", code, errs, out)
+	}
+	_, errs, code = runCLI(t, "run", "-m", model, "--engine", "native", "--window", "16", "--layer-windows", "4,8,16,16,16",
+		"-n", "40", "--ctx", "64", "--threads", "1", "--temp", "0")
+	if code != 0 || !strings.Contains(errs, "KV windows per layer: [4 8 16 16 16]") {
+		t.Fatalf("--layer-windows: exit %d, %q", code, errs)
+	}
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--engine", "native", "--window", "-1"}, "--window -1"},
+		{[]string{"--engine", "native", "--anchors", "2"}, "need --window"},
+		{[]string{"--engine", "native", "--window", "60", "--anchors", "8", "--ctx", "64"}, "exceed --ctx 64"},
+		{[]string{"--engine", "llamacpp", "--window", "16"}, "no sliding KV window"},
+		{[]string{"--engine", "native", "--window", "16", "--layer-windows", "4,8"}, "2 values, the model has 5 layers"},
+		{[]string{"--engine", "native", "--window", "16", "--layer-windows", "4,8,32,1,1"}, "layer 2 window"},
+		{[]string{"--engine", "native", "--window", "16", "--policy", "x.wasm"}, "both choose the KV window"},
+	}
+	for _, b := range bad {
+		_, errs, code := runCLI(t, append([]string{"run", "-m", model, "-n", "4", "--threads", "1"}, b.args...)...)
+		if code != 2 || !strings.Contains(errs, b.want) || strings.Count(strings.TrimSpace(errs), "\n") > 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", b.args, code, errs, b.want)
+		}
+	}
+}
+
+// TestRunUnwritableOutputs: an output path that cannot be created is one
+// line and a non-zero exit, and no other output file is left behind.
+func TestRunUnwritableOutputs(t *testing.T) {
+	model := sharedtest.Stories260K(t)
+	dir := t.TempDir()
+	stats, logits := filepath.Join(dir, "stats.jsonl"), filepath.Join(dir, "logits.bin")
+	missing := filepath.Join(dir, "no", "such", "dir", "x")
+	for _, c := range []struct {
+		args     []string
+		want     string
+		leftover string
+	}{
+		{[]string{"--stats-json", missing, "--logits-out", logits}, "--stats-json", logits},
+		{[]string{"--stats-json", stats, "--logits-out", missing}, "--logits-out", stats},
+	} {
+		_, errs, code := runCLI(t, append([]string{"run", "-m", model, "-n", "4", "--threads", "1"}, c.args...)...)
+		if code == 0 || !strings.Contains(errs, c.want) || !strings.Contains(errs, "no such file") {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, errs)
+		}
+		if _, err := os.Stat(c.leftover); !os.IsNotExist(err) {
+			t.Errorf("%v: %s left behind", c.args, c.leftover)
+		}
+	}
+}

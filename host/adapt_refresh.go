@@ -1,0 +1,22 @@
+package host
+
+// sensorRefresher is a SensorSource whose cached readings can be dropped.
+type sensorRefresher interface{ Refresh() }
+
+// Refresh makes the next Fill read the machine again, whatever the sampling
+// interval.
+func (l *liveSensors) Refresh() { l.Sampler.Invalidate() }
+
+// Refresh makes the next Fill read the machine again.
+func (m *mixedSensors) Refresh() { m.Live.Refresh() }
+
+// RefreshSensors makes the policy's next call see fresh live readings
+// rather than the Sampler's cached ones (a trace needs nothing: it is
+// indexed by step). The scenario runner's token gate calls it once the
+// pressure for the next token is in place, so the policy sees it at that
+// very step, however fast the machine decodes.
+func (a *Adapter) RefreshSensors() {
+	if r, ok := a.src.(sensorRefresher); ok {
+		r.Refresh()
+	}
+}
