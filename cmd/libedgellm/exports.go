@@ -1,0 +1,470 @@
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#define EDGELLM_NO_PROTOTYPES 1
+#include <stdlib.h>
+#include "edgellm.h"
+#include "capi.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/host/sensors"
+)
+
+// goString copies a C string; NULL is "".
+func goString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s)
+}
+
+var buildInfo = C.CString(fmt.Sprintf("edgellm %s, llama.cpp %s", host.Build().Version, host.Build().LlamaCommit)) // static, never freed
+
+//export edgellm_api_version
+func edgellm_api_version(major, minor *C.int32_t) C.int {
+	if major != nil {
+		*major = C.EDGELLM_API_VERSION_MAJOR
+	}
+	if minor != nil {
+		*minor = C.EDGELLM_API_VERSION_MINOR
+	}
+	return done(nil, statusOK)
+}
+
+//export edgellm_build_info
+func edgellm_build_info() *C.char { return buildInfo }
+
+// ---- engine ----
+
+//export edgellm_engine_params_init
+func edgellm_engine_params_init(p *C.struct_edgellm_engine_params) {
+	if p != nil {
+		*p = C.struct_edgellm_engine_params{size: C.sizeof_struct_edgellm_engine_params}
+	}
+}
+
+//export edgellm_engine_load
+func edgellm_engine_load(p *C.struct_edgellm_engine_params, out *C.edgellm_engine) C.int {
+	err := func() error {
+		if p == nil || out == nil {
+			return errorf(statusInvalidArgument, "edgellm_engine_load: params and out must not be NULL")
+		}
+		if err := checkSize("edgellm_engine_params", p.size, C.sizeof_struct_edgellm_engine_params); err != nil {
+			return err
+		}
+		opts := host.LoadOptions{Engine: goString(p.engine), StartTier: int(p.start_tier)}
+		if p.n_tiers < 0 || (p.n_tiers > 0 && p.tiers == nil) {
+			return errorf(statusInvalidArgument, "edgellm_engine_load: n_tiers %d with tiers %p", p.n_tiers, p.tiers)
+		}
+		if p.n_tiers > 0 {
+			for _, t := range unsafe.Slice(p.tiers, int(p.n_tiers)) {
+				if t == nil {
+					return errorf(statusInvalidArgument, "edgellm_engine_load: a NULL tier path")
+				}
+				opts.Tiers = append(opts.Tiers, C.GoString(t))
+			}
+		} else if p.model_path == nil {
+			return errorf(statusInvalidArgument, "edgellm_engine_load: model_path is NULL and there is no tier ladder")
+		}
+		eng, err := host.Load(goString(p.model_path), opts)
+		if err != nil {
+			return err
+		}
+		*out = C.edgellm_engine(handles.add(kindEngine, &engineObj{eng: eng}))
+		return nil
+	}()
+	return done(err, statusModel)
+}
+
+//export edgellm_engine_free
+func edgellm_engine_free(h C.edgellm_engine) C.int {
+	e, err := remove(uint64(h), kindEngine, func(e *engineObj) error {
+		if n := e.sessions.Load(); n > 0 {
+			return errorf(statusBusy, "edgellm_engine_free: %d session(s) still open; free them first", n)
+		}
+		return nil
+	})
+	if err == nil {
+		e.mu.Lock()
+		err = e.eng.Close()
+		e.mu.Unlock()
+	}
+	return done(err, statusInternal)
+}
+
+// ---- session ----
+
+//export edgellm_session_params_init
+func edgellm_session_params_init(p *C.struct_edgellm_session_params) {
+	if p != nil {
+		*p = C.struct_edgellm_session_params{size: C.sizeof_struct_edgellm_session_params}
+	}
+}
+
+//export edgellm_session_new
+func edgellm_session_new(h C.edgellm_engine, p *C.struct_edgellm_session_params, out *C.edgellm_session) C.int {
+	err := func() error {
+		e, err := get[*engineObj](uint64(h), kindEngine)
+		if err != nil {
+			return err
+		}
+		if p == nil || out == nil {
+			return errorf(statusInvalidArgument, "edgellm_session_new: params and out must not be NULL")
+		}
+		if err := checkSize("edgellm_session_params", p.size, C.sizeof_struct_edgellm_session_params); err != nil {
+			return err
+		}
+		if p.n_ctx < 0 || p.n_threads < 0 {
+			return errorf(statusInvalidArgument, "edgellm_session_new: n_ctx %d and n_threads %d must not be negative", p.n_ctx, p.n_threads)
+		}
+		cfg := host.SessionConfig{NCtx: int(p.n_ctx), Threads: int(p.n_threads)}
+		if p.kv_type != nil {
+			if cfg.KVType, err = host.ParseKVType(C.GoString(p.kv_type)); err != nil {
+				return errorf(statusInvalidArgument, "edgellm_session_new: %v", err)
+			}
+		}
+		if cfg.NCtx == 0 {
+			cfg.NCtx = min(2048, e.eng.Info().NCtxTrain)
+		}
+		e.mu.Lock()
+		sess, err := e.eng.NewSession(cfg)
+		e.mu.Unlock()
+		if err != nil {
+			return errorf(statusInvalidArgument, "edgellm_session_new: %v", err)
+		}
+		e.sessions.Add(1)
+		s := &sessionObj{eng: e, sess: sess, cfg: cfg, platform: sensors.NewPlatform(sensors.DefaultStaleness), cbuf: &cbuffer{}}
+		*out = C.edgellm_session(handles.add(kindSession, s))
+		return nil
+	}()
+	return done(err, statusInternal)
+}
+
+//export edgellm_session_free
+func edgellm_session_free(h C.edgellm_session) C.int {
+	s, err := remove(uint64(h), kindSession, func(s *sessionObj) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch {
+		case s.policy != nil:
+			return errorf(statusBusy, "edgellm_session_free: a policy is attached; free it first")
+		case s.busy.Load():
+			return errorf(statusBusy, "edgellm_session_free: a generation is running; cancel it and wait for it to return")
+		}
+		return nil
+	})
+	if err == nil {
+		s.eng.mu.Lock()
+		err = s.sess.Close()
+		s.eng.mu.Unlock()
+		s.eng.sessions.Add(-1)
+		s.cbuf.free()
+	}
+	return done(err, statusInternal)
+}
+
+// ---- generation ----
+
+//export edgellm_generate_params_init
+func edgellm_generate_params_init(p *C.struct_edgellm_generate_params) {
+	if p == nil {
+		return
+	}
+	d := host.DefaultSampling()
+	*p = C.struct_edgellm_generate_params{
+		size: C.sizeof_struct_edgellm_generate_params, n_predict: 128,
+		temperature: C.float(d.Temp), top_k: C.int32_t(d.TopK), top_p: C.float(d.TopP),
+		min_p: C.float(d.MinP), repeat_penalty: C.float(d.RepeatPenalty), seed: C.uint64_t(d.Seed),
+	}
+}
+
+//export edgellm_generate
+func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, cb C.edgellm_token_callback, user unsafe.Pointer) C.int {
+	s, err := get[*sessionObj](uint64(h), kindSession)
+	if err != nil {
+		return done(err, statusInternal)
+	}
+	if p == nil || cb == nil {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: params and callback must not be NULL"), 0)
+	}
+	if err := checkSize("edgellm_generate_params", p.size, C.sizeof_struct_edgellm_generate_params); err != nil {
+		return done(err, 0)
+	}
+	if p.n_predict <= 0 {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: n_predict %d must be positive", p.n_predict), 0)
+	}
+	smp := host.DefaultSampling()
+	smp.Temp, smp.TopK, smp.TopP, smp.MinP = float32(p.temperature), int(p.top_k), float32(p.top_p), float32(p.min_p)
+	smp.RepeatPenalty, smp.Seed = float32(p.repeat_penalty), uint64(p.seed)
+	if err := smp.Validate(); err != nil {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: %v", err), 0)
+	}
+	if !s.busy.CompareAndSwap(false, true) {
+		return done(errorf(statusBusy, "edgellm_generate: this session is already generating"), 0)
+	}
+	defer s.busy.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.cancel.Store(&cancel)
+	defer s.cancel.Store(nil)
+
+	s.eng.mu.Lock()
+	defer s.eng.mu.Unlock()
+	vocab := s.eng.eng.Vocab()
+	text := goString(p.prompt)
+	var prompt []int32
+	switch {
+	case text != "":
+		if prompt, err = vocab.Tokenize(text, s.sess.Len() == 0); err != nil {
+			return done(errorf(statusInvalidArgument, "edgellm_generate: prompt: %v", err), 0)
+		}
+	case s.sess.Len() == 0:
+		prompt = []int32{vocab.BOS()}
+	default:
+		return done(errorf(statusInvalidArgument, "edgellm_generate: an empty prompt continues nothing: the session already holds %d positions", s.sess.Len()), 0)
+	}
+	opts := host.GenerateOptions{NPredict: int(p.n_predict), Sampling: smp, StopAtEOG: true}
+	s.mu.Lock()
+	if s.policy != nil {
+		ad := s.policy.ad
+		opts.BeforeStep = func(step int) error {
+			err := ad.BeforeStep(step)
+			s.snapshot(ad)
+			return err
+		}
+	}
+	s.mu.Unlock()
+	bare, first := text == "", true // from BOS: the text starts at the first piece
+	emit := func(tok int32) error {
+		s.pbuf = vocab.Piece(s.pbuf[:0], tok)
+		piece := s.pbuf
+		if first && bare && len(piece) > 0 && piece[0] == ' ' {
+			piece = piece[1:] // SentencePiece's space prefix at the start of text
+		}
+		first = false
+		cs := s.cbuf.set(piece)
+		if C.edgellm_call_token_callback(cb, cs, C.int32_t(len(piece)), C.int32_t(tok), user) != 0 {
+			return errStop
+		}
+		return nil
+	}
+	st, err := host.Generate(ctx, s.sess, vocab, prompt, opts, emit)
+	s.mu.Lock()
+	s.last = st
+	s.mu.Unlock()
+	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("edgellm_generate: %w", err)
+	}
+	return done(err, statusInternal)
+}
+
+//export edgellm_cancel
+func edgellm_cancel(h C.edgellm_session) C.int {
+	s, err := get[*sessionObj](uint64(h), kindSession)
+	if err == nil {
+		if c := s.cancel.Load(); c != nil {
+			(*c)()
+		}
+	}
+	return done(err, statusInternal)
+}
+
+// ---- sensors ----
+
+//export edgellm_sensors_init
+func edgellm_sensors_init(r *C.struct_edgellm_sensors) {
+	if r != nil {
+		*r = C.struct_edgellm_sensors{size: C.sizeof_struct_edgellm_sensors}
+	}
+}
+
+//export edgellm_sensors_push
+func edgellm_sensors_push(h C.edgellm_session, r *C.struct_edgellm_sensors) C.int {
+	err := func() error {
+		s, err := get[*sessionObj](uint64(h), kindSession)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return errorf(statusInvalidArgument, "edgellm_sensors_push: readings must not be NULL")
+		}
+		if err := checkSize("edgellm_sensors", r.size, C.sizeof_struct_edgellm_sensors); err != nil {
+			return err
+		}
+		const known = C.EDGELLM_SENSORS_MEMORY | C.EDGELLM_SENSORS_TRIM | C.EDGELLM_SENSORS_THERMAL | C.EDGELLM_SENSORS_BATTERY
+		if r.set&^known != 0 {
+			return errorf(statusInvalidArgument, "edgellm_sensors_push: unknown bits %#x in set", r.set&^known)
+		}
+		// The same rules as sensors.Platform's Go API: each push is checked
+		// there and refused whole if out of range.
+		var errs []error
+		if r.set&C.EDGELLM_SENSORS_MEMORY != 0 {
+			errs = append(errs, s.platform.PushMemoryInfo(int64(r.avail_mem_bytes), int64(r.threshold_bytes), int64(r.total_mem_bytes), r.low_memory != 0))
+		}
+		if r.set&C.EDGELLM_SENSORS_TRIM != 0 {
+			errs = append(errs, s.platform.PushTrimLevel(int(r.trim_level)))
+		}
+		if r.set&C.EDGELLM_SENSORS_THERMAL != 0 {
+			errs = append(errs, s.platform.PushThermalStatus(int(r.thermal_status)))
+		}
+		if r.set&C.EDGELLM_SENSORS_BATTERY != 0 {
+			errs = append(errs, s.platform.PushBattery(float64(r.battery_pct), r.charging != 0))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return errorf(statusInvalidArgument, "edgellm_sensors_push: %v", err)
+		}
+		return nil
+	}()
+	return done(err, statusInternal)
+}
+
+// ---- policy ----
+
+//export edgellm_policy_params_init
+func edgellm_policy_params_init(p *C.struct_edgellm_policy_params) {
+	if p != nil {
+		*p = C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
+	}
+}
+
+//export edgellm_policy_attach
+func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_params, out *C.edgellm_policy) C.int {
+	err := func() error {
+		s, err := get[*sessionObj](uint64(h), kindSession)
+		if err != nil {
+			return err
+		}
+		if p == nil || out == nil {
+			return errorf(statusInvalidArgument, "edgellm_policy_attach: params and out must not be NULL")
+		}
+		if err := checkSize("edgellm_policy_params", p.size, C.sizeof_struct_edgellm_policy_params); err != nil {
+			return err
+		}
+		if p.bundle_path == nil {
+			return errorf(statusInvalidArgument, "edgellm_policy_attach: bundle_path is NULL")
+		}
+		cfg := policy.NewConfig().WithInsecure(p.insecure != 0)
+		if p.trusted_key != nil {
+			pub, err := policy.ReadPublicKeyFile(C.GoString(p.trusted_key))
+			if err != nil {
+				return errorf(classify(err, statusPolicy), "edgellm_policy_attach: trusted key: %v", err)
+			}
+			cfg = cfg.WithTrustedKey(pub)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.policy != nil {
+			return errorf(statusBusy, "edgellm_policy_attach: the session already has a policy; free it first")
+		}
+		if s.busy.Load() {
+			return errorf(statusBusy, "edgellm_policy_attach: a generation is running")
+		}
+		s.eng.mu.Lock()
+		ad, err := host.AttachPolicy(context.Background(), s.eng.eng, s.sess, host.PolicyOptions{
+			Path: C.GoString(p.bundle_path), Config: &cfg, Sensors: goString(p.sensors),
+			SensorOptions: host.SensorOptions{Platform: s.platform}, Session: s.cfg,
+		})
+		s.eng.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("edgellm_policy_attach: %w", err)
+		}
+		s.policy = &policyObj{sess: s, ad: ad}
+		d := ad.Current()
+		s.live = policySnapshot{tier: d.Tier, specK: d.SpecK, window: d.Window}
+		*out = C.edgellm_policy(handles.add(kindPolicy, s.policy))
+		return nil
+	}()
+	return done(err, statusPolicy)
+}
+
+//export edgellm_policy_load
+func edgellm_policy_load(h C.edgellm_policy, path *C.char) C.int {
+	err := func() error {
+		pol, err := get[*policyObj](uint64(h), kindPolicy)
+		if err != nil {
+			return err
+		}
+		if path == nil {
+			return errorf(statusInvalidArgument, "edgellm_policy_load: bundle_path is NULL")
+		}
+		// The runtime swaps a verified module in between decide calls: safe
+		// while another thread generates.
+		if err := pol.ad.Load(context.Background(), C.GoString(path)); err != nil {
+			return fmt.Errorf("edgellm_policy_load: %w", err)
+		}
+		return nil
+	}()
+	return done(err, statusPolicy)
+}
+
+//export edgellm_policy_free
+func edgellm_policy_free(h C.edgellm_policy) C.int {
+	pol, err := remove(uint64(h), kindPolicy, func(p *policyObj) error {
+		if p.sess.busy.Load() {
+			return errorf(statusBusy, "edgellm_policy_free: its session is generating")
+		}
+		return nil
+	})
+	if err == nil {
+		pol.sess.mu.Lock()
+		pol.sess.policy = nil
+		pol.sess.mu.Unlock()
+		err = pol.ad.Close()
+	}
+	return done(err, statusInternal)
+}
+
+// ---- stats ----
+
+//export edgellm_stats_init
+func edgellm_stats_init(st *C.struct_edgellm_stats) {
+	if st != nil {
+		*st = C.struct_edgellm_stats{size: C.sizeof_struct_edgellm_stats}
+	}
+}
+
+//export edgellm_session_stats
+func edgellm_session_stats(h C.edgellm_session, out *C.struct_edgellm_stats) C.int {
+	err := func() error {
+		s, err := get[*sessionObj](uint64(h), kindSession)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return errorf(statusInvalidArgument, "edgellm_session_stats: out must not be NULL")
+		}
+		if err := checkSize("edgellm_stats", out.size, C.sizeof_struct_edgellm_stats); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := C.struct_edgellm_stats{
+			size: out.size, n_prompt: C.int32_t(s.last.PromptTokens), n_generated: C.int32_t(s.last.GeneratedTokens),
+			prefill_tok_per_sec: C.double(s.last.PrefillTPS()), decode_tok_per_sec: C.double(s.last.DecodeTPS()),
+		}
+		if !s.busy.Load() {
+			st.n_ctx_used = C.int32_t(s.sess.Len()) // Len is not safe during a generation
+		} else {
+			st.n_ctx_used = -1
+		}
+		if s.policy != nil {
+			l := s.live
+			st.tier, st.spec_k, st.window = C.int32_t(l.tier), C.int32_t(l.specK), C.int32_t(l.window)
+			st.policy_calls, st.policy_failures = C.int64_t(l.calls), C.int64_t(l.failures)
+			st.policy_revision = C.int64_t(s.policy.ad.Revision()) // the runtime's: safe from any thread
+		}
+		*out = st
+		return nil
+	}()
+	return done(err, statusInternal)
+}
