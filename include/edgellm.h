@@ -138,8 +138,13 @@ struct edgellm_sensors {
 
 struct edgellm_policy_params {
     uint32_t size;           /* sizeof(struct edgellm_policy_params) */
-    const char *bundle_path; /* a signed bundle (directory or .tar.gz) */
-    const char *trusted_key; /* ed25519 public key (PEM file) bundles must be signed with */
+    const char *bundle_path; /* a signed bundle (directory or .tar.gz); NULL with an inbox */
+    const char *trusted_key; /* ed25519 public key (PEM file), or a trust directory of
+                                *.pub keys with an optional "revoked" list of key IDs */
+    const char *inbox_dir;   /* NULL, or a directory watched for updates: write a bundle
+                                elsewhere, then rename it in (docs/POLICY-UPDATES.md) */
+    const char *state_dir;   /* where the highest accepted revision per policy is kept
+                                across restarts (rollback protection); NULL: memory only */
     const char *sensors;     /* "live" (NULL): this device, plus what the app pushes */
     int32_t insecure;        /* 1: accept a loose .wasm (development only) */
 };

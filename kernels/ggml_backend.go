@@ -14,7 +14,10 @@ import "C"
 
 import (
 	"errors"
+	"runtime"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrCompute means ggml_backend_graph_compute did not finish (allocation
@@ -42,6 +45,11 @@ type ThreadpoolParams struct {
 type Threadpool struct {
 	p        *C.struct_ggml_threadpool
 	nThreads int
+	// masked: the pool has a CPU mask. ggml's worker 0 is the thread that
+	// calls compute, and it applies the mask to that thread too; Compute
+	// then restores the caller's affinity, or a Go thread would stay pinned
+	// to the draft's CPUs (and AllowedCPUs, read on it, would shrink).
+	masked bool
 }
 
 // NewThreadpool starts a threadpool.
@@ -65,11 +73,14 @@ func NewThreadpool(tp ThreadpoolParams) (*Threadpool, error) {
 	}
 	p.strict_cpu = C.bool(tp.Strict)
 	p.poll = C.uint32_t(tp.Poll)
+	if len(cpus) > 0 {
+		defer keepAffinity()()
+	}
 	pool := C.ggml_threadpool_new(&p)
 	if pool == nil {
 		return nil, ggmlErr("ggml_threadpool_new(%d threads) failed", tp.NThreads)
 	}
-	return &Threadpool{p: pool, nThreads: tp.NThreads}, nil
+	return &Threadpool{p: pool, nThreads: tp.NThreads, masked: len(cpus) > 0}, nil
 }
 
 // NThreads is the pool size.
@@ -132,8 +143,27 @@ func (b *CPUBackend) Close() error {
 	return nil
 }
 
+// keepAffinity locks the goroutine to its thread and returns the function
+// that restores the thread's CPU affinity and unlocks it: ggml applies a
+// pool's mask to the calling thread (its worker 0), which must not leave a
+// Go thread pinned.
+func keepAffinity() func() {
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	ok := unix.SchedGetaffinity(0, &set) == nil
+	return func() {
+		if ok {
+			unix.SchedSetaffinity(0, &set)
+		}
+		runtime.UnlockOSThread()
+	}
+}
+
 // Compute runs the graph. Every tensor in it must be allocated.
 func (b *CPUBackend) Compute(g *Graph) error {
+	if b.tp != nil && b.tp.masked {
+		defer keepAffinity()()
+	}
 	if st := C.ggml_backend_graph_compute(b.p, g.p); st != C.GGML_STATUS_SUCCESS {
 		return ErrCompute
 	}

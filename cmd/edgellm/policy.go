@@ -176,7 +176,7 @@ func runPolicyVerify(c *cmdEnv, args []string) error {
 	if len(args) != 1 || o.Pub == "" {
 		return usagef("policy verify needs --pub KEY.pub and one BUNDLE")
 	}
-	td, err := readTrust(o.Pub)
+	td, err := policy.ReadTrust(o.Pub)
 	if err != nil {
 		return fmt.Errorf("--pub: %w", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/ed25519"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,23 +38,6 @@ func resolvePolicyStateDir(flag string) (string, error) {
 	return flag, nil
 }
 
-// readTrust reads --policy-key / --pub: a public key file, or a trust
-// directory of *.pub files with an optional "revoked" list.
-func readTrust(path string) (policy.TrustDir, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return policy.TrustDir{}, err
-	}
-	if fi.IsDir() {
-		return policy.ReadTrustDir(path)
-	}
-	k, err := policy.ReadPublicKeyFile(path)
-	if err != nil {
-		return policy.TrustDir{}, err
-	}
-	return policy.TrustDir{Keys: []ed25519.PublicKey{k}}, nil
-}
-
 // parseExpires parses --expires: a duration from now (Go syntax, plus "d"
 // for days: 720h, 30d), a date (2026-12-31, midnight UTC) or an RFC 3339
 // time.
@@ -84,7 +66,7 @@ func parseExpires(s string, now time.Time) (time.Time, error) {
 // of the flags to cfg.
 func policyUpdateConfig(cfg policy.Config, o policyOptions) (policy.Config, error) {
 	if o.PolicyKey != "" {
-		td, err := readTrust(o.PolicyKey)
+		td, err := policy.ReadTrust(o.PolicyKey)
 		if err != nil {
 			return cfg, fmt.Errorf("--policy-key: %w", err)
 		}

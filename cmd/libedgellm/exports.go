@@ -350,16 +350,16 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		if err := checkSize("edgellm_policy_params", p.size, C.sizeof_struct_edgellm_policy_params); err != nil {
 			return err
 		}
-		if p.bundle_path == nil {
-			return errorf(statusInvalidArgument, "edgellm_policy_attach: bundle_path is NULL")
+		if p.bundle_path == nil && p.inbox_dir == nil {
+			return errorf(statusInvalidArgument, "edgellm_policy_attach: neither bundle_path nor inbox_dir is set")
 		}
-		cfg := policy.NewConfig().WithInsecure(p.insecure != 0)
+		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir))
 		if p.trusted_key != nil {
-			pub, err := policy.ReadPublicKeyFile(C.GoString(p.trusted_key))
+			td, err := policy.ReadTrust(C.GoString(p.trusted_key))
 			if err != nil {
 				return errorf(classify(err, statusPolicy), "edgellm_policy_attach: trusted key: %v", err)
 			}
-			cfg = cfg.WithTrustedKey(pub)
+			cfg = cfg.WithTrustDir(td)
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -371,7 +371,7 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		}
 		s.eng.mu.Lock()
 		ad, err := host.AttachPolicy(context.Background(), s.eng.eng, s.sess, host.PolicyOptions{
-			Path: C.GoString(p.bundle_path), Config: &cfg, Sensors: goString(p.sensors),
+			Path: goString(p.bundle_path), Inbox: goString(p.inbox_dir), Config: &cfg, Sensors: goString(p.sensors),
 			SensorOptions: host.SensorOptions{Platform: s.platform}, Session: s.cfg,
 		})
 		s.eng.mu.Unlock()

@@ -100,3 +100,20 @@ func ParseRevocationList(data []byte) ([]string, error) {
 	sort.Strings(ids)
 	return ids, nil
 }
+
+// ReadTrust reads what a host trusts from path: a public key file (PEM, or
+// the base64 of its 32 bytes), or a trust directory (ReadTrustDir).
+func ReadTrust(path string) (TrustDir, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return TrustDir{}, err
+	}
+	if fi.IsDir() {
+		return ReadTrustDir(path)
+	}
+	k, err := ReadPublicKeyFile(path)
+	if err != nil {
+		return TrustDir{}, err
+	}
+	return TrustDir{Keys: []ed25519.PublicKey{k}}, nil
+}
