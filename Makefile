@@ -42,7 +42,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(EDGELLM_SHARED)
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build test bench bench-precision soak demo policies check env fuzz clean deps cgo-check
+.PHONY: all build test bench bench-precision soak demo policies check env fuzz clean deps cgo-check lib
 
 all: build
 
@@ -108,6 +108,13 @@ soak: build policies
 demo: build
 	./$(BIN) run -n 64
 
+# The C API (include/edgellm.h, written by hand): lib/libedgellm.so for this
+# machine. TestCAPI (in make test) builds its own copy and runs a C program
+# against it; README "Embed in an app".
+lib: cgo-check
+	$(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o lib/libedgellm.so ./cmd/libedgellm
+	rm -f lib/libedgellm.h  # cgo's generated header: include/edgellm.h is the contract
+
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -121,7 +128,7 @@ env: cgo-check
 	@echo export EDGELLM_SHARED=\"$(SHARED)\"
 
 clean:
-	rm -rf bin
+	rm -rf bin lib
 
 # ---- Device build: linux/arm64 with the Debian cross toolchain ---------------
 # `make build-arm64` cross-compiles $(BIN_ARM64); `make test-arm64` runs it under
