@@ -1,0 +1,77 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+)
+
+// metrics writes GET /metrics in Prometheus's text format.
+func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
+	st := s.worker.snapshot()
+	var b bytes.Buffer
+	g := func(name, help, typ string, v float64, labels string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n%s%s %s\n", name, help, name, typ, name, labels,
+			strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	g("edgellm_decode_tokens_per_second", "Steady-state decode throughput of the last request.", "gauge", st.LastDecodeTPS, "")
+	g("edgellm_prefill_tokens_per_second", "Prefill throughput of the last request.", "gauge", st.LastPrefillTPS, "")
+	g("edgellm_time_to_first_token_seconds", "Prefill plus first sample of the last request.", "gauge", st.LastTTFT.Seconds(), "")
+	g("edgellm_requests_total", "Requests the engine ran.", "counter", float64(st.Requests), "")
+	g("edgellm_requests_cancelled_total", "Requests whose client left or whose timeout ran out.", "counter", float64(st.Cancelled), "")
+	g("edgellm_requests_failed_total", "Requests that failed in the engine.", "counter", float64(st.Failed), "")
+	g("edgellm_requests_rejected_total", "Requests refused with 429 (queue full).", "counter", float64(s.rejected.Load()), "")
+	g("edgellm_queue_length", "Requests waiting for the engine.", "gauge", float64(len(s.worker.queue)), "")
+	g("edgellm_prompt_tokens_total", "Prompt tokens of all requests.", "counter", float64(st.PromptTokens), "")
+	g("edgellm_prompt_tokens_reused_total", "Prompt tokens whose KV was kept from the previous request (prefill saved).", "counter", float64(st.ReusedTokens), "")
+	g("edgellm_generated_tokens_total", "Generated tokens.", "counter", float64(st.GeneratedTokens), "")
+	d := st.Current
+	g("edgellm_tier", "Quantization tier in force (0 = highest precision).", "gauge", float64(d.Tier), "")
+	g("edgellm_spec_k", "Speculation depth K in force (0 = off).", "gauge", float64(d.SpecK), "")
+	g("edgellm_kv_window_tokens", "KV window in force (0 = full context).", "gauge", float64(d.Window), "")
+	g("edgellm_kv_type_info", "KV cache type in force.", "gauge", 1, fmt.Sprintf("{kv_type=%q}", d.KVType.String()))
+	g("edgellm_policy_calls_total", "Policy calls.", "counter", float64(st.PolicyCalls), "")
+	g("edgellm_policy_failures_total", "Policy calls answered by the fallback.", "counter", float64(st.PolicyFails), "")
+	g("edgellm_policy_changes_total", "Policy decisions that changed what the engine does.", "counter", float64(st.Change), "")
+	g("edgellm_policy_revision", "Policy bundles loaded since start (1 = the startup policy, 0 = none).", "gauge", float64(s.policyRevision()), "")
+	if rss, pss, ok := readSmapsRollup(); ok {
+		g("edgellm_rss_bytes", "Resident set size (/proc/self/smaps_rollup Rss).", "gauge", float64(rss), "")
+		g("edgellm_pss_bytes", "Proportional set size (/proc/self/smaps_rollup Pss).", "gauge", float64(pss), "")
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+func (s *Server) policyRevision() int {
+	if s.worker.adapter == nil {
+		return 0
+	}
+	return 1
+}
+
+// readSmapsRollup returns the process's Rss and Pss in bytes.
+func readSmapsRollup() (rss, pss int64, ok bool) {
+	f, err := os.Open("/proc/self/smaps_rollup")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var key string
+		var kb int64
+		if n, _ := fmt.Sscanf(sc.Text(), "%s %d kB", &key, &kb); n != 2 {
+			continue
+		}
+		switch key {
+		case "Rss:":
+			rss = kb << 10
+		case "Pss:":
+			pss = kb << 10
+		}
+	}
+	return rss, pss, rss > 0
+}
