@@ -121,6 +121,7 @@ func runServe(c *cmdEnv, args []string) error {
 		ModelID: modelID(modelPath), ChatTemplate: tmpl, Queue: o.Queue, RequestTimeout: o.RequestTimeout,
 		MaxBodyBytes: o.MaxBody, DefaultMaxTokens: o.DefaultMaxTokens, APIKey: o.APIKey, CORSOrigin: o.CORSOrigin,
 		Sampling: ro.sampling, NCtx: min(ro.Ctx, eng.Info().NCtxTrain), EngineName: eng.Name(), PolicyDesc: desc,
+		KVType: fmt.Sprint(ro.kv),
 	}, eng, sess, adapter)
 	return listenAndServe(c, o.serveOptions, srv, tmpl != "")
 }

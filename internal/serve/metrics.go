@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+
+	"github.com/edgellm/edgellm/abi"
 )
 
 // metrics writes GET /metrics in Prometheus's text format.
@@ -32,7 +34,11 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	g("edgellm_tier", "Quantization tier in force (0 = highest precision).", "gauge", float64(d.Tier), "")
 	g("edgellm_spec_k", "Speculation depth K in force (0 = off).", "gauge", float64(d.SpecK), "")
 	g("edgellm_kv_window_tokens", "KV window in force (0 = full context).", "gauge", float64(d.Window), "")
-	g("edgellm_kv_type_info", "KV cache type in force.", "gauge", 1, fmt.Sprintf("{kv_type=%q}", d.KVType.String()))
+	kv := d.KVType.String()
+	if d.KVType == abi.KVUnknown {
+		kv = s.cfg.KVType
+	}
+	g("edgellm_kv_type_info", "KV cache type in force.", "gauge", 1, fmt.Sprintf("{kv_type=%q}", kv))
 	g("edgellm_policy_calls_total", "Policy calls.", "counter", float64(st.PolicyCalls), "")
 	g("edgellm_policy_failures_total", "Policy calls answered by the fallback.", "counter", float64(st.PolicyFails), "")
 	g("edgellm_policy_changes_total", "Policy decisions that changed what the engine does.", "counter", float64(st.Change), "")

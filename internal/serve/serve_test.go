@@ -66,7 +66,7 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 		}
 	}
 	cfg := o.cfg
-	cfg.ModelID, cfg.NCtx = "stories260K", testCtx
+	cfg.ModelID, cfg.NCtx, cfg.KVType = "stories260K", testCtx, "f16"
 	cfg.Sampling = host.SamplingParams{TopP: 1, RepeatPenalty: 1}
 	s := New(cfg, eng, sess, a)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -326,7 +326,7 @@ func TestMetrics(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, name := range []string{"edgellm_decode_tokens_per_second ", "edgellm_tier ", "edgellm_spec_k ", "edgellm_kv_window_tokens ",
-		"edgellm_kv_type_info{", "edgellm_policy_calls_total ", "edgellm_policy_failures_total ", "edgellm_policy_revision ",
+		`edgellm_kv_type_info{kv_type="f16"} 1`, "edgellm_policy_calls_total ", "edgellm_policy_failures_total ", "edgellm_policy_revision ",
 		"edgellm_rss_bytes ", "edgellm_pss_bytes ", "edgellm_requests_total 1\n"} {
 		if !strings.Contains(string(b), name) {
 			t.Errorf("/metrics lacks %q:\n%s", name, b)

@@ -44,6 +44,8 @@ type Config struct {
 	CORSOrigin string
 	// Sampling holds what requests do not set (top-k, min-p, penalties).
 	Sampling host.SamplingParams
+	// KVType is the session's KV cache type, shown until a policy sets one.
+	KVType string
 	// NCtx is the session's context length.
 	NCtx int
 	// Engine and policy descriptions for /health.
