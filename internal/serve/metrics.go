@@ -81,3 +81,16 @@ func readSmapsRollup() (rss, pss int64, ok bool) {
 	}
 	return rss, pss, rss > 0
 }
+
+// readTempC is the first thermal zone's temperature in °C, -1 if none.
+func readTempC() float64 {
+	b, err := os.ReadFile("/sys/class/thermal/thermal_zone0/temp")
+	if err != nil {
+		return -1
+	}
+	var milli int64
+	if _, err := fmt.Sscan(string(b), &milli); err != nil {
+		return -1
+	}
+	return float64(milli) / 1000
+}

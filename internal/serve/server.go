@@ -93,6 +93,8 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
 	s.mux.HandleFunc("GET /metrics", s.auth(s.metrics))
 	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("GET /events", s.auth(s.events))
+	s.mux.HandleFunc("GET /", s.page)
 	return s
 }
 

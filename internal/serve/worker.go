@@ -137,6 +137,8 @@ func (w *worker) do(j *job) jobResult {
 	} else {
 		w.cached = w.cached[:0]
 	}
+	w.hub.publish(event{Kind: "request", Request: &reqEvent{DecodeTPS: st.DecodeTPS(), TTFTMs: ms(st.FirstToken),
+		Tokens: st.GeneratedTokens, Reused: keep}})
 	w.count(func(s *workerStats) {
 		s.Requests++
 		s.PromptTokens += len(j.prompt)
