@@ -32,7 +32,7 @@ func TestPageAndEvents(t *testing.T) {
 	defer ev.Body.Close()
 	sc := bufio.NewScanner(ev.Body)
 	kinds := map[string]bool{}
-	posted := false
+	posted, done := false, make(chan int, 1)
 	for sc.Scan() && !(kinds["tick"] && kinds["request"]) {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
@@ -47,8 +47,11 @@ func TestPageAndEvents(t *testing.T) {
 		kinds[e.Kind] = true
 		if e.Kind == "tick" && !posted {
 			posted = true
-			go ts.post(t, "/v1/completions", `{"prompt":"Once","max_tokens":4}`)
+			go func() { code, _ := ts.post(t, "/v1/completions", `{"prompt":"Once","max_tokens":4}`); done <- code }()
 		}
+	}
+	if code := <-done; code != 200 {
+		t.Fatalf("completion: %d", code)
 	}
 	if !kinds["tick"] || !kinds["request"] {
 		t.Fatalf("events seen: %v (%v)", kinds, sc.Err())
