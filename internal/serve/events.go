@@ -39,7 +39,7 @@ type tick struct {
 	Busy      bool    `json:"busy"`
 }
 
-// events streams GET /events as SSE: a tick every 250 ms, and each policy
+// events streams GET /events as SSE: a tick at once and every 250 ms, and each policy
 // decision and finished request as it happens.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	f, ok := w.(http.Flusher)
@@ -60,6 +60,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Flush()
 		return true
+	}
+	if !send(s.tick()) { // the current state at once, then every 250 ms
+		return
 	}
 	for {
 		var v any
