@@ -42,7 +42,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(EDGELLM_SHARED)
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build test bench bench-precision soak demo policies check env fuzz clean deps cgo-check lib
+.PHONY: all build browser test bench bench-precision soak demo policies check env fuzz clean deps cgo-check lib
 
 all: build
 
@@ -66,9 +66,14 @@ policies:
 	@if [ -f policies/Makefile ]; then $(MAKE) -C policies GO=$(GO); fi
 	@if [ -n "$(HAVE_NPM)" ]; then $(MAKE) -C policies assemblyscript; else echo "npm not found: AssemblyScript policy not built, its tests skip"; fi
 
-test: build policies
+test: build policies browser
 	$(GO) vet ./...
 	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) ./...
+
+# Headless Chromium for internal/serve's page test (Debian's package, 2-3 min
+# to install here; EDGELLM_NO_BROWSER=1 skips the test instead).
+browser:
+	@command -v chromium >/dev/null || [ -n "$$EDGELLM_NO_BROWSER" ] || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 # Benchmarks. The policy-call latency goal (p99 ≤ 20 µs, also asserted in
 # make test) is measured alone, before anything else loads the machine; then native against llama.cpp in one
