@@ -13,11 +13,11 @@ import (
 	"github.com/openai/openai-go"
 )
 
-// TestLoadSoak: 32 clients × 20 requests on loopback through the openai-go
+// TestSoakServeLoad: 32 clients × 20 requests on loopback through the openai-go
 // client. Every answer is a completion or a 429; goroutines and RSS after
 // the run are within 10% of after a warm-up round. Behind EDGELLM_SOAK
 // (make soak); it logs the throughput it saw.
-func TestLoadSoak(t *testing.T) {
+func TestSoakServeLoad(t *testing.T) {
 	if os.Getenv("EDGELLM_SOAK") == "" {
 		t.Skip("set EDGELLM_SOAK=1 (make soak)")
 	}
