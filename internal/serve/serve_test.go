@@ -357,3 +357,12 @@ func TestPolicyDecisionsInResponses(t *testing.T) {
 		t.Fatalf("policy calls %d, changes %d, decisions in responses %d", st.PolicyCalls, st.Change, len(all))
 	}
 }
+
+func TestRequestTimeout(t *testing.T) {
+	ts := newTestServer(t, testOptions{cfg: Config{RequestTimeout: time.Nanosecond}})
+	code, m := ts.post(t, "/v1/completions", `{"prompt":"Once","max_tokens":8}`)
+	msg, _ := m["error"].(map[string]any)["message"].(string)
+	if code != http.StatusBadRequest || !strings.Contains(msg, "1ns timeout") {
+		t.Fatalf("%d %q", code, msg)
+	}
+}

@@ -24,3 +24,17 @@ func TestStopFilter(t *testing.T) {
 		t.Fatalf("no stop: %q", out)
 	}
 }
+
+func TestChatFormatter(t *testing.T) {
+	msgs := []Message{{"system", "be brief"}, {"user", "hi"}}
+	p, name := NewChatFormatter("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}").Format(msgs)
+	if name != "model" || p != "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" {
+		t.Fatalf("model template: %s %q", name, p)
+	}
+	for _, tmpl := range []string{"", "a template llama.cpp does not know"} {
+		p, name = NewChatFormatter(tmpl).Format(msgs)
+		if name != PlainTemplate || p != "System: be brief\nUser: hi\nAssistant:" {
+			t.Fatalf("%q: %s %q", tmpl, name, p)
+		}
+	}
+}
