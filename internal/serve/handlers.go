@@ -130,6 +130,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 	case <-j.started:
 		ext.QueueMs = ms(time.Since(queued))
 		res = <-j.done
+	case <-ctx.Done():
+		// Gone while queued (client left, timeout, shutdown): the worker
+		// checks ctx before it runs a job, so it will never emit for this one.
+		select {
+		case <-j.started:
+			res = <-j.done
+		default:
+			res = jobResult{err: ctx.Err()}
+		}
 	}
 	if ext.QueueMs == 0 {
 		ext.QueueMs = ms(time.Since(queued))
