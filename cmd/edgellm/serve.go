@@ -96,7 +96,7 @@ func runServe(c *cmdEnv, args []string) error {
 	} else {
 		ro.Model = modelPath
 	}
-	eng, err := loadRunModel(c, ro)
+	eng, _, err := loadRunModel(c, &ro)
 	if err != nil {
 		return err
 	}

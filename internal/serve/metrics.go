@@ -42,20 +42,13 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	g("edgellm_policy_calls_total", "Policy calls.", "counter", float64(st.PolicyCalls), "")
 	g("edgellm_policy_failures_total", "Policy calls answered by the fallback.", "counter", float64(st.PolicyFails), "")
 	g("edgellm_policy_changes_total", "Policy decisions that changed what the engine does.", "counter", float64(st.Change), "")
-	g("edgellm_policy_revision", "Policy bundles loaded since start (1 = the startup policy, 0 = none).", "gauge", float64(s.policyRevision()), "")
+	g("edgellm_policy_revision", "Revision of the policy in service (--policy-inbox reloads raise it; 0 = no policy).", "gauge", float64(st.Revision), "")
 	if rss, pss, ok := readSmapsRollup(); ok {
 		g("edgellm_rss_bytes", "Resident set size (/proc/self/smaps_rollup Rss).", "gauge", float64(rss), "")
 		g("edgellm_pss_bytes", "Proportional set size (/proc/self/smaps_rollup Pss).", "gauge", float64(pss), "")
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(b.Bytes())
-}
-
-func (s *Server) policyRevision() int {
-	if s.worker.adapter == nil {
-		return 0
-	}
-	return 1
 }
 
 // readSmapsRollup returns the process's Rss and Pss in bytes.

@@ -86,6 +86,7 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: make(chan *job, cfg.Queue), hub: h}}
 	if a != nil {
 		s.worker.stats.Current = a.Current()
+		s.worker.stats.Revision = uint64(a.Revision())
 	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completion(false)))

@@ -78,6 +78,7 @@ type workerStats struct {
 	Busy                             bool
 	Current                          abi.Decision
 	PolicyCalls, PolicyFails, Change int
+	Revision                         uint64 // the policy revision in service (host.Adapter.Revision)
 }
 
 func (w *worker) snapshot() workerStats {
@@ -188,6 +189,7 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	cur := w.adapter.Current()
 	w.count(func(s *workerStats) {
 		s.Current, s.PolicyCalls, s.PolicyFails, s.Change = cur, ps.Calls, ps.Failures, ps.Changes
+		s.Revision = uint64(w.adapter.Revision())
 	})
 	if ps.Changes != before {
 		d := decisionOf(step, cur, w.nLayer)
