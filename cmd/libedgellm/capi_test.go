@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/edgellm/edgellm/abi"
@@ -27,19 +28,87 @@ func TestCAPI(t *testing.T) {
 		t.Skip("the C test links a Linux shared library")
 	}
 	model := sharedtest.Stories260K(t)
-	dir := t.TempDir()
-	lib := filepath.Join(dir, "libedgellm.so")
-	run(t, "", "go", "build", "-buildmode=c-shared", "-o", lib, ".")
-
-	prog := filepath.Join(dir, "capi_test")
+	dir := libDir(t)
+	prog := filepath.Join(t.TempDir(), "capi_test")
 	run(t, "", "gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "../../include",
 		"testdata/capi_test.c", "-o", prog, "-L", dir, "-ledgellm", "-lpthread", "-Wl,-rpath,"+dir)
 
-	bundles, key := signedBundles(t, dir)
+	bundles, key := signedBundles(t, t.TempDir())
 	out := run(t, "", prog, model, bundles[0], bundles[1], key)
 	t.Logf("capi_test:\n%s", out)
 	if !strings.Contains(out, " 0 failed") {
 		t.Fatalf("capi_test reported failures:\n%s", out)
+	}
+}
+
+// libDir builds libedgellm.so once per test binary into a directory kept
+// until the process exits, and returns it.
+func libDir(t *testing.T) string {
+	t.Helper()
+	libOnce.Do(func() {
+		d, err := os.MkdirTemp("", "libedgellm")
+		if err != nil {
+			libErr = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(d, "libedgellm.so"), ".")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			libErr = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, b)
+			return
+		}
+		libPath = d
+	})
+	if libErr != nil {
+		t.Fatal(libErr)
+	}
+	return libPath
+}
+
+// TestMain removes the library libDir built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if libPath != "" {
+		os.RemoveAll(libPath)
+	}
+	os.Exit(code)
+}
+
+var (
+	libOnce sync.Once
+	libPath string
+	libErr  error
+)
+
+// TestJNI is the Android path minus the phone: testdata/jni/EdgeLLM.java
+// (native methods) over a JNI shim in C over the library, compiled with
+// javac and gcc and run on the machine's JVM. It streams the golden text
+// into Java, stops from a Java listener, and pushes a thermal reading (a
+// valid one and one out of range). A machine without a JDK fails the test
+// unless EDGELLM_NO_JAVA=1 says that is acceptable (.ci/run installs one).
+func TestJNI(t *testing.T) {
+	javac, err1 := exec.LookPath("javac")
+	java, err2 := exec.LookPath("java")
+	if err1 != nil || err2 != nil {
+		if os.Getenv("EDGELLM_NO_JAVA") != "" {
+			t.Skip("no JDK and EDGELLM_NO_JAVA is set")
+		}
+		t.Fatalf("no JDK (javac: %v, java: %v): install one (Debian default-jdk-headless) or set EDGELLM_NO_JAVA=1", err1, err2)
+	}
+	real, err := filepath.EvalSymlinks(javac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jdk := filepath.Dir(filepath.Dir(real))
+	model := sharedtest.Stories260K(t)
+	lib, out := libDir(t), t.TempDir()
+	run(t, "", "gcc", "-std=c11", "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
+		"-I", filepath.Join(jdk, "include"), "-I", filepath.Join(jdk, "include", "linux"), "-I", "../../include",
+		"testdata/jni/edgellm_jni.c", "-o", filepath.Join(out, "libedgellm_jni.so"), "-L", lib, "-ledgellm", "-Wl,-rpath,"+lib)
+	run(t, "", javac, "-d", out, "testdata/jni/EdgeLLM.java")
+	got := run(t, "", java, "-Djava.library.path="+out, "-cp", out, "EdgeLLM", model)
+	t.Logf("EdgeLLM:\n%s", got)
+	if !strings.Contains(got, "jni: 6 passed, 0 failed") {
+		t.Fatalf("the Java program reported failures:\n%s", got)
 	}
 }
 
@@ -71,7 +140,7 @@ func signedBundles(t *testing.T, dir string) ([2]string, string) {
 	}
 	var paths [2]string
 	for i := range paths {
-		m := policy.Manifest{Name: "default", Revision: int64(i + 1), ABIVersion: abi.Current().String()}
+		m := policy.Manifest{Name: "default", Revision: int64(i + 1), ABIVersion: abi.Current().String(), MinEngineVersion: "0.0.0"}
 		b, err := policy.SignBundle(wasm, m, priv)
 		if err != nil {
 			t.Fatal(err)
