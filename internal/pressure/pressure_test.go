@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"golang.org/x/sys/unix"
 )
 
 const runnerEnv = "EDGELLM_PRESSURE_TEST_RUNNER"
