@@ -108,7 +108,7 @@ done
 if step "policy keygen" policy keygen -o "$work/key" &&
   step "policy sign" policy sign --key "$work/key.key" --name default --revision 1 "$wasm" -o "$work/default.tar.gz"; then
   if step "run --policy" run --tiers "$models/derived/stories260K-ff192-Q8_0.gguf,$models/derived/stories260K-ff192-Q4_0.gguf" \
-    --policy "$work/default.tar.gz" --policy-key "$work/key.pub" --policy-deadline 1s \
+    --policy "$work/default.tar.gz" --policy-key "$work/key.pub" --policy-state "$work/state" --policy-deadline 1s \
     --sensors trace:"$root/testdata/traces/thermal_ramp.jsonl" --trace-step-ms 50 \
     -n 100 --temp 0 --threads 1; then
     if [[ $(cat "$work/out") != "Once upon a time"* ]]; then
