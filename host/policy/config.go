@@ -68,8 +68,10 @@ func NewConfig() Config {
 }
 
 // WithDeadline sets the wall-clock budget of one decide call. A call that
-// overruns it is stopped at its next termination check and counted as a
-// failure. Zero turns the deadline off: modules run without termination
+// overruns it while running is stopped at its next termination check and
+// counted as a failure. On Linux (with cgo) a call that overran it because
+// its thread was waiting for a CPU, not running, is kept going, up to 100
+// deadlines of wall time (deadline.go). Zero turns the deadline off: modules run without termination
 // checks, a runaway guest (and a start function that never returns) can
 // never be stopped; use it only for trusted modules and measurements.
 func (c Config) WithDeadline(d time.Duration) Config { c.deadline = d; return c }

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/tetratelabs/wazero/sys"
@@ -183,12 +184,16 @@ func (r *Runtime) call(inst *instance, s *abi.Sensors, d *abi.Decision, res *Res
 	case r.cfg.deadline == 0:
 		err = inst.decide.CallWithStack(context.Background(), inst.stack)
 	case inst.stop != nil:
-		h.stop.arm(inst.stop)
+		runtime.LockOSThread() // the deadline reads this thread's CPU clock
+		h.stop.arm(inst.stop, startThreadClock())
 		err = inst.decide.CallWithStack(context.Background(), inst.stack)
 		overran = h.stop.disarm()
+		runtime.UnlockOSThread()
 	default:
-		err = inst.decide.CallWithStack(h.dctx.arm(), inst.stack)
+		runtime.LockOSThread()
+		err = inst.decide.CallWithStack(h.dctx.arm(startThreadClock()), inst.stack)
 		overran = h.dctx.disarm()
+		runtime.UnlockOSThread()
 	}
 	if err != nil {
 		res.Err = err

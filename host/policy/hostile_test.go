@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/internal/cputime"
 )
 
 // Modules refused at load: the current policy (good_a) keeps deciding.
@@ -145,7 +146,11 @@ func TestHostileDecide(t *testing.T) {
 			start := time.Now()
 			for i := 0; i < steps; i++ {
 				s, d := testSensors(), current()
+				runtime.LockOSThread()
+				c0 := cputime.Thread()
 				res, err := r.Decide(ctx, &s, &d)
+				used := cputime.Thread() - c0
+				runtime.UnlockOSThread()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -158,8 +163,12 @@ func TestHostileDecide(t *testing.T) {
 				case first == OutcomeOK && res.Outcome.Failed():
 					first = res.Outcome
 				}
-				if res.Latency > 200*time.Millisecond {
-					t.Fatalf("step %d took %v", i, res.Latency)
+				// Bounded in the calling thread's CPU time: on a loaded
+				// machine the wall time of a step (the grow bomb's
+				// memory.grow to the page limit) also counts the time
+				// other processes had the CPU.
+				if used > 200*time.Millisecond {
+					t.Fatalf("step %d took %v of CPU (%v of wall time)", i, used, res.Latency)
 				}
 				if res.Outcome == OutcomeRecovering {
 					time.Sleep(20 * time.Microsecond) // a decode step's worth of time

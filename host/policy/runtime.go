@@ -446,9 +446,11 @@ type Stats struct {
 	// Uninstrumented counts modules compiled as they are, with wazero's
 	// termination checks, because instrument refused them.
 	Uninstrumented uint64 `json:"uninstrumented"`
-	// DeadlineGraces counts deadline extensions: the deadline timer ran
-	// more than a whole deadline late, so the process (and the guest) was
-	// not running; the call got another deadline (at most 3 per call).
+	// DeadlineGraces counts calls kept past their wall-clock deadline
+	// because they were not running: their thread was waiting for a CPU
+	// (Linux with cgo: the thread's CPU clock, deadline.go), or, without
+	// that clock, the deadline timer itself ran more than a deadline late
+	// (then each extension counts, at most 3 per call).
 	DeadlineGraces uint64 `json:"deadline_graces"`
 
 	EventsDropped uint64 `json:"events_dropped"` // log events dropped (queue full)

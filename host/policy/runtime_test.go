@@ -150,7 +150,7 @@ func TestDecideAllocs(t *testing.T) {
 	bare, full := 1e9, 1e9
 	for range 5 {
 		bare = min(bare, testing.AllocsPerRun(2000, func() {
-			c := dctx.arm()
+			c := dctx.arm(startThreadClock())
 			inst.decide.CallWithStack(c, inst.stack)
 			dctx.disarm()
 		}))
