@@ -1,11 +1,13 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -100,5 +102,69 @@ func TestRunUnwritableOutputs(t *testing.T) {
 		if _, err := os.Stat(c.leftover); !os.IsNotExist(err) {
 			t.Errorf("%v: %s left behind", c.args, c.leftover)
 		}
+	}
+}
+
+// withoutKey copies the GGUF at src to a temporary file without the
+// metadata key: every other key and every tensor byte unchanged.
+func withoutKey(t *testing.T, src, key string) string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	dst := filepath.Join(t.TempDir(), "no-"+key+".gguf")
+	w, err := gguf.Create(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range f.KV {
+		if kv.Key != key {
+			if err := w.AddKV(kv.Key, kv.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, ti := range f.Tensors {
+		if err := w.AddTensor(ti.Name, ti.Dims, ti.Type); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ti := range f.Tensors {
+		if _, err := io.Copy(w, io.NewSectionReader(in, f.AbsOffset(&ti), ti.Size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestRunNoContextLength (issue #9 point 6): a model whose metadata states
+// no context length is refused by both engines in one clear line with a
+// non-zero exit, and leaves no output file behind.
+func TestRunNoContextLength(t *testing.T) {
+	m := withoutKey(t, sharedtest.Stories260K(t), "llama.context_length")
+	for _, engine := range []string{"native", "llamacpp"} {
+		t.Run(engine, func(t *testing.T) {
+			stats := filepath.Join(t.TempDir(), "stats.jsonl")
+			out, errs, code := runCLI(t, "run", "-m", m, "--engine", engine, "-n", "4", "--threads", "1", "--stats-json", stats)
+			t.Logf("exit %d, stderr %q", code, errs)
+			// llama.cpp logs its own lines first; edgellm's is the last.
+			lines := strings.Split(strings.TrimSpace(errs), "\n")
+			last := lines[len(lines)-1]
+			if code == 0 || out != "" || !strings.HasPrefix(last, "edgellm run: ") || !strings.Contains(last, "context_length") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want a non-zero exit and a last line naming context_length", code, out, errs)
+			}
+			if _, err := os.Stat(stats); !os.IsNotExist(err) {
+				t.Errorf("--stats-json %s left behind", stats)
+			}
+		})
 	}
 }
