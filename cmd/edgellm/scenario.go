@@ -19,15 +19,19 @@ func init() {
 			addJSONFlag(fs)
 			fs.StringP("output", "o", "", "output directory: report.json, report.html, charts, engine logs (required)")
 			fs.Bool("simulate", false, "do not touch cgroups: trace-only pressure, labelled SIMULATED")
+			fs.String("policy-dir", "", "prebuilt builtin policies: DIR/<name>.wasm (default: the source tree's policies/<name>/<name>.wasm from `make policies`)")
+			fs.Bool("build-policies", false, "build builtin policies from the source tree with the Go toolchain")
 		},
 		Run: runScenario,
 	})
 }
 
 type scenarioOptions struct {
-	JSON     bool   `koanf:"json"`
-	Output   string `koanf:"output"`
-	Simulate bool   `koanf:"simulate"`
+	JSON          bool   `koanf:"json"`
+	Output        string `koanf:"output"`
+	Simulate      bool   `koanf:"simulate"`
+	PolicyDir     string `koanf:"policy-dir"`
+	BuildPolicies bool   `koanf:"build-policies"`
 }
 
 func runScenario(c *cmdEnv, args []string) error {
@@ -45,7 +49,8 @@ func runScenario(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := scenario.Run(c.Ctx, spec, scenario.Options{OutDir: o.Output, Simulate: o.Simulate, Env: scenarioChildEnv, Logf: c.Logf})
+	rep, err := scenario.Run(c.Ctx, spec, scenario.Options{OutDir: o.Output, Simulate: o.Simulate, Env: scenarioChildEnv, Logf: c.Logf,
+		PolicyDir: o.PolicyDir, BuildPolicies: o.BuildPolicies})
 	if err != nil {
 		return err
 	}

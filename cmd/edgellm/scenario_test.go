@@ -55,7 +55,7 @@ func runScenarioCLI(t *testing.T, file string, extra ...string) (*scenario.Repor
 	t.Helper()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	args := append([]string{"scenario", "run", file, "-o", dir, "--json"}, extra...)
+	args := append([]string{"scenario", "run", file, "-o", dir, "--json", "--policy-dir", prebuiltPolicies(t)}, extra...)
 	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("edgellm %s: exit %d\n%s", strings.Join(args, " "), code, stderr.String())
 	}
@@ -326,7 +326,7 @@ func TestScenarioInterruptCleansUp(t *testing.T) {
 	defer cancel()
 	var pid int
 	var dirs []string
-	_, err = scenario.Run(ctx, spec, scenario.Options{OutDir: t.TempDir(), Env: scenarioChildEnv,
+	_, err = scenario.Run(ctx, spec, scenario.Options{OutDir: t.TempDir(), Env: scenarioChildEnv, PolicyDir: prebuiltPolicies(t),
 		OnEngineStart: func(p int, d []string) { pid, dirs = p, d },
 		// Cancel on an event, not after a guessed delay: the first token of
 		// the first engine (static-highest), which is then decoding.

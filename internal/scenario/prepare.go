@@ -99,13 +99,28 @@ func prepareTiers(ctx context.Context, s *Spec, dir string, logf func(string, ..
 	return tiers, nil
 }
 
-// preparePolicy returns the .wasm of p, building a builtin one from
-// policies/<builtin> of the edgellm source tree into dir.
-func preparePolicy(ctx context.Context, s *Spec, p Policy, dir string, logf func(string, ...any)) (string, error) {
+// preparePolicy returns the module of p: its wasm: path (a .wasm or a
+// signed bundle, as run --policy takes), or for a builtin one a prebuilt
+// .wasm — o.PolicyDir/<builtin>.wasm, else the source tree's
+// policies/<builtin>/<builtin>.wasm as `make policies` leaves it, refused
+// when older than its sources — or, only with o.BuildPolicies, a fresh
+// build from the source tree with the Go toolchain into dir. On a device
+// there is neither a toolchain nor a source tree: --policy-dir.
+func preparePolicy(ctx context.Context, s *Spec, p Policy, o Options, dir string) (string, error) {
 	if p.Wasm != "" {
 		w := s.path(p.Wasm)
 		if _, err := os.Stat(w); err != nil {
 			return "", fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		return w, nil
+	}
+	if o.PolicyDir != "" {
+		w, err := filepath.Abs(filepath.Join(o.PolicyDir, p.Builtin+".wasm"))
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(w); err != nil {
+			return "", fmt.Errorf("policy %s: builtin %q: no prebuilt module %s in --policy-dir", p.Name, p.Builtin, w)
 		}
 		return w, nil
 	}
@@ -117,6 +132,20 @@ func preparePolicy(ctx context.Context, s *Spec, p Policy, dir string, logf func
 	if _, err := os.Stat(filepath.Join(src, "main.go")); err != nil {
 		return "", fmt.Errorf("policy %s: builtin %q: no policy at %s", p.Name, p.Builtin, src)
 	}
+	if !o.BuildPolicies {
+		w := filepath.Join(src, p.Builtin+".wasm")
+		stale, err := staleModule(root, src, w)
+		switch {
+		case os.IsNotExist(err):
+			return "", fmt.Errorf("policy %s: builtin %q: %s is not built: run `make policies`, or pass --build-policies (needs the Go toolchain) or --policy-dir DIR", p.Name, p.Builtin, w)
+		case err != nil:
+			return "", fmt.Errorf("policy %s: %w", p.Name, err)
+		case stale != "":
+			return "", fmt.Errorf("policy %s: builtin %q: %s is older than %s: run `make policies`, or pass --build-policies", p.Name, p.Builtin, w, stale)
+		}
+		o.Logf("scenario: policy %s: prebuilt %s", p.Name, w)
+		return w, nil
+	}
 	out, err := filepath.Abs(filepath.Join(dir, "policies", p.Builtin+".wasm"))
 	if err != nil {
 		return "", err
@@ -127,7 +156,7 @@ func preparePolicy(ctx context.Context, s *Spec, p Policy, dir string, logf func
 	if _, err := os.Stat(out); err == nil {
 		return out, nil // built for an earlier contender of this run
 	}
-	logf("scenario: building policy %s from %s", p.Builtin, src)
+	o.Logf("scenario: building policy %s from %s", p.Builtin, src)
 	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
@@ -138,6 +167,31 @@ func preparePolicy(ctx context.Context, s *Spec, p Policy, dir string, logf func
 		return "", fmt.Errorf("policy %s: go build %s: %w: %s", p.Name, src, err, strings.TrimSpace(string(b)))
 	}
 	return out, nil
+}
+
+// staleModule returns the first source the prebuilt module w is older
+// than ("" when none), over the dependencies policies/Makefile rebuilds
+// on: the policy's own .go files, abi/*.go, policy-sdk/*.go and go.mod.
+func staleModule(root, src, w string) (string, error) {
+	st, err := os.Stat(w)
+	if err != nil {
+		return "", err
+	}
+	var deps []string
+	for _, g := range []string{filepath.Join(src, "*.go"), filepath.Join(root, "abi", "*.go"), filepath.Join(root, "policy-sdk", "*.go")} {
+		m, _ := filepath.Glob(g)
+		deps = append(deps, m...)
+	}
+	deps = append(deps, filepath.Join(root, "go.mod"))
+	for _, d := range deps {
+		if strings.HasSuffix(d, "_test.go") {
+			continue
+		}
+		if ds, err := os.Stat(d); err == nil && ds.ModTime().After(st.ModTime()) {
+			return d, nil
+		}
+	}
+	return "", nil
 }
 
 // sourceRoot finds the edgellm module root above dir or the working
@@ -160,5 +214,5 @@ func sourceRoot(dir string) (string, error) {
 			d = filepath.Dir(d)
 		}
 	}
-	return "", fmt.Errorf("the edgellm source tree (go.mod) is not above %s or the working directory: give wasm: PATH instead", dir)
+	return "", fmt.Errorf("no edgellm source tree (go.mod) above %s or the working directory: pass --policy-dir DIR with prebuilt DIR/<name>.wasm, or give wasm: PATH in the scenario", dir)
 }

@@ -26,6 +26,13 @@ type Options struct {
 	// Simulate forces trace-only (simulated) pressure even where cgroups
 	// can be written.
 	Simulate bool
+	// PolicyDir holds prebuilt builtin policies, DIR/<builtin>.wasm (a
+	// device has no Go toolchain). "" = the source tree's
+	// policies/<builtin>/<builtin>.wasm as `make policies` builds them.
+	PolicyDir string
+	// BuildPolicies builds builtin policies from the source tree with the
+	// Go toolchain instead (ignored with PolicyDir).
+	BuildPolicies bool
 	// SampleEvery is how often the runner samples the engine (default 20 ms).
 	SampleEvery time.Duration
 	// OnEngineStart, if set, is called when an engine process has started
@@ -75,6 +82,14 @@ func Run(ctx context.Context, s *Spec, o Options) (*Report, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
+	// Every policy's module first: a missing one fails before any model is
+	// synthesized.
+	wasms := make([]string, len(s.Policies))
+	for i, p := range s.Policies {
+		if wasms[i], err = preparePolicy(ctx, s, p, o, out); err != nil {
+			return nil, err
+		}
+	}
 	tiers, err := prepareTiers(ctx, s, out, o.Logf)
 	if err != nil {
 		return nil, err
@@ -88,11 +103,8 @@ func Run(ctx context.Context, s *Spec, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Sensors = r.sensorsDesc
-	for _, p := range s.Policies {
-		wasm, err := preparePolicy(ctx, s, p, out, o.Logf)
-		if err != nil {
-			return nil, err
-		}
+	for i, p := range s.Policies {
+		wasm := wasms[i]
 		o.Logf("scenario %s: policy %s (%s)", s.Name, p.Name, wasm)
 		res, err := r.runPolicy(ctx, p, wasm)
 		if err != nil {
