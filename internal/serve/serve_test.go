@@ -25,7 +25,8 @@ const testCtx = 256
 // requests stay queued until the test calls Run.
 type testServer struct {
 	*Server
-	url    string
+	adapter *host.Adapter
+	url     string
 	client openai.Client
 	cancel context.CancelFunc
 }
@@ -35,6 +36,11 @@ type testOptions struct {
 	noStart   bool
 	policy    string // a loose .wasm run on the tier ladder with a SIMULATED trace
 	sensorsAt string
+	// attach, when set, replaces policy: the options of the policy
+	// attached to the tier ladder (Session is filled in).
+	attach *host.PolicyOptions
+	// tiers are the ladder's files in models/derived (default Q8_0, Q4_0).
+	tiers []string
 }
 
 func newTestServer(t *testing.T, o testOptions) *testServer {
@@ -42,9 +48,14 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	host.SetLog(io.Discard, host.LogNone)
 	lo := host.LoadOptions{}
 	path := sharedtest.Stories260K(t)
-	if o.policy != "" {
+	if o.policy != "" || o.attach != nil {
 		d := filepath.Join(sharedtest.Dir(), "models", "derived")
-		lo.Tiers = []string{filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), filepath.Join(d, "stories260K-ff192-Q4_0.gguf")}
+		if o.tiers == nil {
+			o.tiers = []string{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q4_0.gguf"}
+		}
+		for _, f := range o.tiers {
+			lo.Tiers = append(lo.Tiers, filepath.Join(d, f))
+		}
 		path = ""
 	}
 	eng, err := host.Load(path, lo)
@@ -57,7 +68,13 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 		t.Fatal(err)
 	}
 	var a *host.Adapter
-	if o.policy != "" {
+	if o.attach != nil {
+		po := *o.attach
+		po.Session = sc
+		if a, err = host.AttachPolicy(context.Background(), eng, sess, po); err != nil {
+			t.Fatal(err)
+		}
+	} else if o.policy != "" {
 		cfg := policy.NewConfig().WithInsecure(true).WithDeadline(time.Second)
 		a, err = host.AttachPolicy(context.Background(), eng, sess, host.PolicyOptions{
 			Path: o.policy, Config: &cfg, Session: sc, Sensors: o.sensorsAt})
@@ -72,7 +89,7 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	hs := httptest.NewServer(s)
 	done := make(chan struct{})
-	ts := &testServer{Server: s, url: hs.URL, cancel: cancel}
+	ts := &testServer{Server: s, adapter: a, url: hs.URL, cancel: cancel}
 	ts.client = openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey(cfg.APIKey+"x"[:boolInt(cfg.APIKey == "")]),
 		option.WithMaxRetries(0))
 	if !o.noStart {

@@ -50,6 +50,13 @@ type Config struct {
 	NCtx int
 	// Engine and policy descriptions for /health.
 	EngineName, PolicyDesc string
+	// OnToken, if set, is called on the engine goroutine after each
+	// generated token has been written to its client, with the number of
+	// tokens generated since the server started (across requests); the
+	// next policy call and decode step wait for it to return, and an error
+	// ends the request. `serve --gate-at` (the scenario runner's token
+	// gate) and tests use it to act at a token position.
+	OnToken func(n int, tok int32) error
 }
 
 // Server is the HTTP side; Run starts its engine worker.
@@ -83,7 +90,7 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 	}
 	h := newHub()
 	s := &Server{cfg: cfg, vocab: eng.Vocab(), nCtx: cfg.NCtx, chat: NewChatFormatter(cfg.ChatTemplate), hub: h, started: time.Now(),
-		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: make(chan *job, cfg.Queue), hub: h}}
+		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: make(chan *job, cfg.Queue), hub: h, onToken: cfg.OnToken}}
 	if a != nil {
 		s.worker.stats.Current = a.Current()
 		s.worker.stats.Revision = uint64(a.Revision())

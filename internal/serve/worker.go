@@ -45,6 +45,10 @@ type Decision struct {
 	Threads int32  `json:"threads"`
 	KVType  string `json:"kv_type"`
 	Reason  string `json:"reason"`
+	// Revision is the manifest revision of the policy in service when the
+	// decision applied (0: an unsigned module); it rises when
+	// --policy-inbox swaps a newer bundle in.
+	Revision int64 `json:"revision"`
 	// LayerBits is the per-layer precision in bits, for layers the model has
 	// (absent when the policy leaves it).
 	LayerBits []uint8 `json:"layer_bits,omitempty"`
@@ -59,10 +63,12 @@ type worker struct {
 	nLayer  int
 	queue   chan *job
 	hub     *hub
+	onToken func(n int, tok int32) error // Config.OnToken (nil: none)
 
 	// Owned by the worker goroutine.
 	cached []int32 // the tokens whose KV the session holds, in order
 	step   int     // decode steps since start: the adapter's monotonic step
+	tokens int     // tokens emitted since start: Config.OnToken's count
 
 	mu    sync.Mutex // guards stats
 	stats workerStats
@@ -125,7 +131,14 @@ func (w *worker) do(j *job) jobResult {
 	}
 	emit := func(tok int32) error {
 		w.cached = append(w.cached, tok)
-		return j.emit(tok)
+		if err := j.emit(tok); err != nil {
+			return err
+		}
+		w.tokens++
+		if w.onToken != nil {
+			return w.onToken(w.tokens, tok)
+		}
+		return nil
 	}
 	st, err := host.Generate(j.ctx, w.sess, w.vocab, j.prompt[keep:], gen, emit)
 	res.stats, res.err = st, err
@@ -193,6 +206,7 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	})
 	if ps.Changes != before {
 		d := decisionOf(step, cur, w.nLayer)
+		d.Revision = w.adapter.Revision()
 		res.decisions = append(res.decisions, d)
 		w.hub.publish(event{Kind: "decision", Decision: &d})
 	}
