@@ -27,8 +27,8 @@ type testServer struct {
 	*Server
 	adapter *host.Adapter
 	url     string
-	client openai.Client
-	cancel context.CancelFunc
+	client  openai.Client
+	cancel  context.CancelFunc
 }
 
 type testOptions struct {
