@@ -40,6 +40,7 @@ func init() {
 			addPolicyFlags(fs)
 			addLayerSetFlags(fs)
 			fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file")
+			addServeHookFlags(fs)
 			addVerboseFlag(fs)
 		},
 		Run: runServe,
@@ -116,14 +117,29 @@ func runServe(c *cmdEnv, args []string) error {
 		defer stopPolicy(c, adapter)
 		desc = ro.Policy + " (" + adapter.Describe() + ")"
 	}
+	hooks, err := openServeHooks(ro, eng)
+	if err != nil {
+		return err
+	}
 	tmpl := chatTemplateOf(modelPath)
-	srv := serve.New(serve.Config{
+	cfg := serve.Config{
 		ModelID: modelID(modelPath), ChatTemplate: tmpl, Queue: o.Queue, RequestTimeout: o.RequestTimeout,
 		MaxBodyBytes: o.MaxBody, DefaultMaxTokens: o.DefaultMaxTokens, APIKey: o.APIKey, CORSOrigin: o.CORSOrigin,
 		Sampling: ro.sampling, NCtx: min(ro.Ctx, eng.Info().NCtxTrain), EngineName: eng.Name(), PolicyDesc: desc,
 		KVType: fmt.Sprint(ro.kv),
-	}, eng, sess, adapter)
-	return listenAndServe(c, o.serveOptions, srv, tmpl != "")
+	}
+	if hooks != nil {
+		hooks.begin(adapter)
+		cfg.OnToken = hooks.onToken
+	}
+	srv := serve.New(cfg, eng, sess, adapter)
+	err = listenAndServe(c, o.serveOptions, srv, tmpl != "")
+	if hooks != nil {
+		if herr := hooks.end(srv.GeneratedTokens(), err); err == nil {
+			err = herr
+		}
+	}
+	return err
 }
 
 // listenAndServe serves until c.Ctx ends, then shuts down: requests in

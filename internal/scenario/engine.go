@@ -58,7 +58,8 @@ type engineRun struct {
 	gateW                 *os.File // write end of the token gate
 	t0                    time.Time
 	exited                chan error
-	waited                bool // the engine's exit status has been received
+	waited                bool         // the engine's exit status has been received
+	client                *serveClient // serve mode's request stream (nil: run mode)
 }
 
 func (e *engineRun) since(t time.Time) float64 { return float64(t.Sub(e.t0).Microseconds()) / 1000 }
@@ -103,6 +104,9 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	args := runargs.Run{Tiers: paths, NoMmap: true, StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
 		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: s.Threads, Ctx: s.Ctx, Prompt: s.Prompt}.Argv()
 	args = append(args, r.sensors...)
+	if s.Serve != nil {
+		args = r.serveArgv(paths, e.statsPath, wasm)
+	}
 	cmd := exec.Command(r.o.Exe, args...)
 	cmd.Env = append(os.Environ(), r.o.Env...)
 	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
@@ -150,6 +154,9 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	if r.o.OnEngineStart != nil {
 		r.o.OnEngineStart(pid, res.CgroupDirs)
 	}
+	if s.Serve != nil {
+		e.client = startServeClient(context.Background(), s, res.StderrFile)
+	}
 	return nil
 }
 
@@ -161,12 +168,20 @@ func (e *engineRun) monitor(ctx context.Context, m *monitor) (waitErr, err error
 	tick := time.NewTicker(e.r.o.SampleEvery)
 	defer tick.Stop()
 	pid := e.cmd.Process.Pid
+	var served <-chan struct{} // serve mode: the client is done, stop the server
+	if e.client != nil {
+		served = e.client.done
+	}
 	for {
 		select {
 		case waitErr = <-e.exited:
 			e.waited = true
 			e.event("engine exited")
 			return waitErr, nil
+		case <-served:
+			served = nil
+			e.event("requests done: server stopped with SIGINT")
+			e.cmd.Process.Signal(os.Interrupt)
 		case <-ctx.Done():
 			e.kill()
 			return nil, ctx.Err()
@@ -202,6 +217,11 @@ func (e *engineRun) collect(ctx context.Context, m *monitor, waitErr error) erro
 		}
 	}
 	r.outcome(res, waitErr, m)
+	if e.client != nil {
+		res.Serve = e.client.stop()
+		res.QualityError = "not measured in serve mode (the server writes no --logits-out)"
+		return nil
+	}
 	if q, err := r.measureQuality(ctx, e.logitsPath, res); err != nil {
 		res.QualityError = err.Error()
 	} else {
@@ -213,6 +233,9 @@ func (e *engineRun) collect(ctx context.Context, m *monitor, waitErr error) erro
 // close kills the engine if it still runs and releases its files, gate and
 // cgroup (the cgroup's removal error is returned).
 func (e *engineRun) close() error {
+	if e.client != nil {
+		e.client.stop()
+	}
 	if e.cmd != nil && !e.waited {
 		e.kill()
 	}

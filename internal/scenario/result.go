@@ -69,10 +69,12 @@ type PolicyResult struct {
 	PeakPSSMB    float64 `json:"peak_pss_mb"`
 	PeakCgroupMB float64 `json:"peak_cgroup_mb,omitempty"`
 
-	Hogs     []HogOutcome `json:"hogs,omitempty"`
-	Events   []Event      `json:"events"`
-	Timeline []TokenPoint `json:"timeline"`
-	Samples  []MemSample  `json:"samples"`
+	Hogs []HogOutcome `json:"hogs,omitempty"`
+	// Serve is the client's view when the scenario runs `edgellm serve`.
+	Serve    *ServeOutcome `json:"serve,omitempty"`
+	Events   []Event       `json:"events"`
+	Timeline []TokenPoint  `json:"timeline"`
+	Samples  []MemSample   `json:"samples"`
 	// CgroupDirs are the cgroup directories the engine ran in (removed
 	// before Run returns).
 	CgroupDirs []string `json:"cgroup_dirs,omitempty"`

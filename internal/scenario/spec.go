@@ -27,6 +27,7 @@ type Spec struct {
 	Policies []Policy `yaml:"policies"`
 	Memory   *Memory  `yaml:"memory"`
 	Thermal  *Thermal `yaml:"thermal"`
+	Serve    *Serve   `yaml:"serve"` // run the policies under `edgellm serve` (spec_serve.go)
 
 	// Dir is the directory relative paths are resolved against.
 	Dir string `yaml:"-"`
@@ -175,6 +176,11 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("policies[%d] (%s): give exactly one of wasm or builtin", i, p.Name)
 		case p.Builtin != "" && !nameRE.MatchString(p.Builtin):
 			return fmt.Errorf("policies[%d] (%s): builtin %q is not a policy name", i, p.Name, p.Builtin)
+		}
+	}
+	if s.Serve != nil {
+		if err := s.Serve.validate(s); err != nil {
+			return err
 		}
 	}
 	if s.Memory == nil && s.Thermal == nil {

@@ -109,6 +109,10 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 // Run serves the queue until ctx ends; the worker owns the session meanwhile.
 func (s *Server) Run(ctx context.Context) { s.worker.run(ctx) }
 
+// GeneratedTokens is how many tokens the server has generated since it
+// started, across requests.
+func (s *Server) GeneratedTokens() int { return s.worker.snapshot().GeneratedTokens }
+
 // ServeHTTP adds CORS headers when configured and routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o := s.cfg.CORSOrigin; o != "" {
