@@ -47,7 +47,9 @@ type Decision struct {
 	Reason  string `json:"reason"`
 	// Revision is the manifest revision of the policy in service when the
 	// decision applied (0: an unsigned module); it rises when
-	// --policy-inbox swaps a newer bundle in.
+	// --policy-inbox swaps a newer bundle in. It is read just after the
+	// policy call: a bundle swapped in during that very call is credited
+	// with the decision its predecessor made.
 	Revision int64 `json:"revision"`
 	// LayerBits is the per-layer precision in bits, for layers the model has
 	// (absent when the policy leaves it).
