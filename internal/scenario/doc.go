@@ -14,6 +14,8 @@
 // against the highest tier on the run's own tokens (quality.go).
 // WriteReport writes report.json, SVG charts and an HTML page with the
 // policies side by side.
+// A scenario with a serve: section runs each policy as `edgellm serve`
+// instead, the runner being its client (spec_serve.go, serve_linux.go).
 //
 // Where cgroups cannot be written the pressure is SIMULATED: the policy
 // reads a trace instead, no limit or quota is applied, and the report,
