@@ -51,6 +51,9 @@ func TestParseErrors(t *testing.T) {
 		{"thermal status", "memory: null\nthermal: {schedule: [{at_token: 1, cpus: 0.5, status: toasty}]}", `status "toasty"`},
 		{"thermal order", "memory: null\nthermal: {schedule: [{at_token: 5, status: severe}, {at_token: 5, status: none}]}", "increasing"},
 		{"negative quota", "memory: null\nthermal: {schedule: [{at_token: 5, cpus: -1, status: severe}]}", "cpus -1"},
+		{"serve max_tokens 0", "serve: {max_tokens: 0}", "serve.max_tokens 0: want 1–32"},
+		{"serve max_tokens over n", "serve: {max_tokens: 33}", "serve.max_tokens 33"},
+		{"serve unknown key", "serve: {max_token: 3}", "field max_token not found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -51,7 +51,7 @@ type Config struct {
 	// Engine and policy descriptions for /health.
 	EngineName, PolicyDesc string
 	// OnToken, if set, is called on the engine goroutine after each
-	// generated token has been written to its client, with the number of
+	// generated token has been handed to its request, with the number of
 	// tokens generated since the server started (across requests); the
 	// next policy call and decode step wait for it to return, and an error
 	// ends the request. `serve --gate-at` (the scenario runner's token

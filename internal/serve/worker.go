@@ -133,14 +133,14 @@ func (w *worker) do(j *job) jobResult {
 	}
 	emit := func(tok int32) error {
 		w.cached = append(w.cached, tok)
-		if err := j.emit(tok); err != nil {
-			return err
-		}
-		w.tokens++
+		err := j.emit(tok)
+		w.tokens++ // every generated token counts (as in Stats.GeneratedTokens), also the one a stop sequence ends on
 		if w.onToken != nil {
-			return w.onToken(w.tokens, tok)
+			if herr := w.onToken(w.tokens, tok); err == nil {
+				err = herr
+			}
 		}
-		return nil
+		return err
 	}
 	st, err := host.Generate(j.ctx, w.sess, w.vocab, j.prompt[keep:], gen, emit)
 	res.stats, res.err = st, err
