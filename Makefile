@@ -37,9 +37,11 @@ export CGO_CXXFLAGS := -O3 -march=$(MARCH) $(ARCH_FLAGS)
 BIN        := bin/edgellm
 VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION)
-# The shared assets: $EDGELLM_SHARED, else found by internal/shareddir's rule
-# (a "shared" directory beside the working directory or a parent of it).
-SHARED     ?= $(EDGELLM_SHARED)
+# The shared assets: $EDGELLM_SHARED, else internal/shareddir's rule (a
+# "shared" directory in or beside the working directory or a parent of it),
+# resolved here too because some targets pass the path on (test-arm64,
+# bench-precision): CI has ../shared beside the clone and no variable set.
+SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
 .PHONY: all build browser test bench bench-precision soak demo policies check env fuzz clean deps cgo-check lib
