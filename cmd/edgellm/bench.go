@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/bench"
 )
 
 func init() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgellm/edgellm/internal/bench"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/edgellm/edgellm/internal/bench"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 )
 
 // bandwidthBytes is the buffer --bandwidth streams: far larger than any

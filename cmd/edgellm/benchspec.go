@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host/engine"
-	"github.com/edgellm/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/internal/native"
 	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/spf13/pflag"

@@ -5,7 +5,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/edgellm/edgellm/internal/bench"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 )
 
 // printHonesty prints what a median hides: the spread of the repeats, the

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/edgellm/edgellm/internal/pressure"
-	"github.com/edgellm/edgellm/internal/scenario"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/scenario"
 )
 
 func main() {

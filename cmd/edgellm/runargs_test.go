@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/runargs"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runargs"
 )
 
 // TestRunArgs: every argv internal/runargs builds for a child `edgellm run`

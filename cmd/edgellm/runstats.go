@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/runstats"
 	"github.com/spf13/pflag"
 )
 

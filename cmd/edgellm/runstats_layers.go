@@ -1,8 +1,8 @@
 package main
 
 import (
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/runstats"
 )
 
 // layerStats adds the native engine's live per-layer latency to --stats-json

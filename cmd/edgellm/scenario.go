@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/edgellm/edgellm/internal/scenario"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/scenario"
 	"github.com/spf13/pflag"
 )
 

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/scenario"
 	"github.com/edgellm/edgellm/internal/logitlog"
-	"github.com/edgellm/edgellm/internal/scenario"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 	"github.com/edgellm/edgellm/kernels"
 )

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/serve"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/serve"
 	"github.com/spf13/pflag"
 )
 

@@ -5,7 +5,7 @@ package main
 import (
 	"testing"
 
-	"github.com/edgellm/edgellm/internal/scenario"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/scenario"
 )
 
 // TestScenarioServeMemory runs the memory scenario under `edgellm serve`

@@ -354,8 +354,8 @@ func TestMetrics(t *testing.T) {
 // The policy runs between decode steps of requests, with a step count that
 // grows across them; each response lists the decisions taken during it.
 func TestPolicyDecisionsInResponses(t *testing.T) {
-	ts := newTestServer(t, testOptions{policy: "../../host/policy/testdata/good_a.wasm",
-		sensorsAt: "trace:../../testdata/traces/thermal_ramp.jsonl"})
+	ts := newTestServer(t, testOptions{policy: "../../../../host/policy/testdata/good_a.wasm",
+		sensorsAt: "trace:../../../../testdata/traces/thermal_ramp.jsonl"})
 	var all []Decision
 	for i := 0; i < 6 && len(all) == 0; i++ {
 		code, m := ts.post(t, "/v1/completions", `{"prompt":"Once upon a time","max_tokens":24,"temperature":0}`)

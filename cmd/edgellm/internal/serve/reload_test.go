@@ -40,7 +40,7 @@ func TestPolicyInboxReloadMidStream(t *testing.T) {
 	// deliver signs a fixture and renames it into the inbox (the contract:
 	// write elsewhere on the same file system, then rename in).
 	deliver := func(fixture string, rev int64) error {
-		wasm, err := os.ReadFile(filepath.Join("..", "..", "host", "policy", "testdata", fixture+".wasm"))
+		wasm, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "host", "policy", "testdata", fixture+".wasm"))
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func TestPolicyInboxReloadMidStream(t *testing.T) {
 		cfg:   Config{OnToken: onToken},
 		tiers: []string{"stories260K-ff192-Q8_0.gguf", "stories260K-ff192-Q5_0.gguf", "stories260K-ff192-Q4_0.gguf"},
 		attach: &host.PolicyOptions{Inbox: inbox, Config: &cfg,
-			Sensors: "trace:../../testdata/traces/thermal_ramp.jsonl"},
+			Sensors: "trace:../../../../testdata/traces/thermal_ramp.jsonl"},
 	})
 	if r := ts.adapter.Revision(); r != 1 {
 		t.Fatalf("revision %d in service at start, want 1 (the inbox's first scan)", r)

@@ -5,13 +5,13 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"github.com/edgellm/edgellm/internal/runstats"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"os"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
 	"golang.org/x/sys/unix"
 )
 

@@ -6,12 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/edgellm/edgellm/internal/runargs"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runargs"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
 )
 
 // Options configure Run.

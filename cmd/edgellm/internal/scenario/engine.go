@@ -5,8 +5,8 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"github.com/edgellm/edgellm/internal/runargs"
-	"github.com/edgellm/edgellm/internal/runstats"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runargs"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/edgellm/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
 )
 
 // runPolicy runs the engine with one policy under the pressure: start the
