@@ -46,6 +46,12 @@ type Options struct {
 	// rate SynthEps controls. Not a real model: label results SYNTHETIC.
 	SynthScaleFrom int
 	SynthEps       float32
+	// Tiers makes the weight sets a tier ladder (tiers.go): set i is tier i,
+	// sessions start with every layer and the head on StartTier and move
+	// all of them at once with Session.SwapTier; per-layer precision
+	// (Capabilities.PerLayerPrec) is off.
+	Tiers     bool
+	StartTier int
 }
 
 // LoadReport describes what Load did.
@@ -67,6 +73,7 @@ type Engine struct {
 	opts   Options
 	report LoadReport
 	closed bool
+	tier   tierState // Options.Tiers (tiers.go)
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -88,6 +95,9 @@ func Load(path string, opts Options) (*Engine, error) {
 	}
 	if _, err := opts.ColdAdvice.flag(); err != nil {
 		return nil, fmt.Errorf("native: %w", err)
+	}
+	if err := checkTiers(opts); err != nil {
+		return nil, err
 	}
 	// Every header is parsed and checked before anything is mapped.
 	headers := make([]*weightsHeader, 0, 1+len(opts.ExtraSets))
@@ -114,8 +124,8 @@ func Load(path string, opts Options) (*Engine, error) {
 	}()
 	for i, h := range headers {
 		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice}
-		if i > 0 {
-			wo.WillNeedLayers = 0 // extra sets fault in when selected
+		if i != startSet(opts) {
+			wo.WillNeedLayers = 0 // the other sets fault in when selected
 		}
 		w, err := h.open(wo)
 		if err != nil {
@@ -125,6 +135,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		e.use = append(e.use, newSetUse(w.Config.NLayer))
 	}
 	e.w = e.sets[0]
+	e.tier = tierState{on: opts.Tiers, cur: startSet(opts)}
 	w := e.w
 	if !opts.NoVocab {
 		var err error
@@ -174,7 +185,7 @@ func (e *Engine) Vocab() engine.Vocab {
 
 // Capabilities of the native engine as built so far.
 func (e *Engine) Capabilities() engine.Capabilities {
-	return engine.Capabilities{Speculative: true, MaxSpeculativeK: MaxSpecK, SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1}
+	return engine.Capabilities{Speculative: true, MaxSpeculativeK: MaxSpecK, SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1 && !e.tier.on}
 }
 
 // Close unmaps the weights. Sessions must be closed first.

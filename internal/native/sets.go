@@ -313,16 +313,20 @@ func (s *Session) AdviseUnused() error {
 	return err
 }
 
-// initSets puts a new session on set 0 and counts it.
+// initSets puts a new session on set 0 (on a tier ladder, the engine's
+// current tier) and counts it.
 func (s *Session) initSets() {
 	e := s.eng
+	set := e.tier.cur // 0 unless the sets are a tier ladder
 	s.layerSet = make([]int, s.cfg.NLayer)
 	s.layers = make([]*LayerWeights, s.cfg.NLayer)
 	for i := range s.layers {
-		s.layers[i] = &e.sets[0].Layers[i]
-		e.use[0].layer[i]++
+		s.layerSet[i] = set
+		s.layers[i] = &e.sets[set].Layers[i]
+		e.use[set].layer[i]++
 	}
-	e.use[0].head++
+	s.headSet = set
+	e.use[set].head++
 	s.counted = true
 }
 
