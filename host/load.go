@@ -15,6 +15,9 @@ type LoadOptions struct {
 	Engine string
 	// Tiers, when set, is a tier ladder (GGUF files of one base model, high to
 	// low precision); the model path is ignored and tier StartTier is loaded.
+	// The native engine maps every tier as a weight set and swaps by
+	// pointer (native.Options.Tiers); the llamacpp engine reloads the model
+	// and restores the KV state.
 	Tiers     []string
 	StartTier int
 	// LayerSets are GGUF files of the same model at other precisions: the
@@ -63,21 +66,33 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	if len(f.Tensors) == 0 {
 		return nil, fmt.Errorf("%s: a vocabulary-only file (no tensors), not a model", first)
 	}
+	if len(opts.Tiers) > 0 {
+		if len(opts.LayerSets) > 0 {
+			return nil, fmt.Errorf("--tiers and --layer-sets: a tier ladder switches the whole model, layer sets switch per layer; use one")
+		}
+		if err := llamacpp.CheckLadder(opts.Tiers); err != nil {
+			return nil, err
+		}
+	}
 	if kind == "auto" || kind == "native" {
 		switch {
 		case nativeLoader == nil && kind == "native":
 			return nil, fmt.Errorf("the native engine is not available in this build")
-		case len(opts.Tiers) > 0 && kind == "native":
-			return nil, fmt.Errorf("tier ladders with KV migration run on the llamacpp engine; the native engine switches precision per layer instead")
 		case opts.NoMmap && kind == "native":
 			return nil, fmt.Errorf("the native engine always maps the weights (no --no-mmap): it owns their residency with madvise")
-		case opts.NoMmap && len(opts.Tiers) == 0:
+		case opts.NoMmap:
 			fmt.Fprintf(notices, "edgellm: --no-mmap: using the llamacpp engine (the native engine always maps the weights)\n")
-		case nativeLoader != nil && len(opts.Tiers) == 0 && f.Arch() == "llama":
-			return nativeLoader(first, opts)
+		case nativeLoader != nil && f.Arch() == "llama":
+			e, err := nativeLoader(first, opts)
+			if err == nil || kind == "native" || len(opts.Tiers) == 0 {
+				return e, err
+			}
+			// A ladder the native engine cannot map as weight sets (e.g.
+			// tiers of different shapes): the llamacpp ladder reloads.
+			fmt.Fprintf(notices, "edgellm: the native engine cannot run this tier ladder (%v); using llamacpp\n", err)
 		case kind == "native":
 			return nil, fmt.Errorf("%s: architecture %q is not supported by the native engine", first, f.Arch())
-		case nativeLoader != nil && len(opts.Tiers) == 0:
+		case nativeLoader != nil:
 			fmt.Fprintf(notices, "edgellm: architecture %q is not supported by the native engine; using llamacpp\n", f.Arch())
 		}
 	}

@@ -12,6 +12,7 @@ import (
 func TestLoadChoosesEngine(t *testing.T) {
 	model := sharedtest.Stories260K(t)
 	q8 := sharedtest.Path(t, "models/derived/stories260K-ff192-Q8_0.gguf")
+	q4 := sharedtest.Path(t, "models/derived/stories260K-ff192-Q4_0.gguf")
 	vocab := sharedtest.Path(t, "models/vocab/ggml-vocab-gpt-2.gguf")
 	tests := []struct {
 		name       string
@@ -24,8 +25,15 @@ func TestLoadChoosesEngine(t *testing.T) {
 		{"auto on llama is native", model, LoadOptions{}, "native", "", ""},
 		{"llamacpp on request", model, LoadOptions{Engine: "llamacpp"}, "llamacpp", "", ""},
 		{"native on request", model, LoadOptions{Engine: "native"}, "native", "", ""},
-		{"ladder runs on llamacpp", "", LoadOptions{Tiers: []string{q8, model}}, "llamacpp", "", ""},
-		{"native ladder refused", "", LoadOptions{Engine: "native", Tiers: []string{q8, model}}, "", "tier ladders", ""},
+		{"ladder runs on native", "", LoadOptions{Tiers: []string{q8, q4}}, "native", "", ""},
+		{"native ladder on request", "", LoadOptions{Engine: "native", Tiers: []string{q8, q4}, StartTier: 1}, "native", "", ""},
+		{"llamacpp ladder on request", "", LoadOptions{Engine: "llamacpp", Tiers: []string{q8, q4}}, "llamacpp", "", ""},
+		{"no-mmap ladder falls back", "", LoadOptions{NoMmap: true, Tiers: []string{q8, q4}}, "llamacpp", "", "--no-mmap"},
+		// stories260K and its ff192 derivative pass the llamacpp ladder's
+		// check (same KV shape) but differ in n_ff: not one set of weights.
+		{"ladder native cannot map falls back", "", LoadOptions{Tiers: []string{q8, model}}, "llamacpp", "", "cannot run this tier ladder"},
+		{"native ladder it cannot map refused", "", LoadOptions{Engine: "native", Tiers: []string{q8, model}}, "", "n_ff", ""},
+		{"tiers and layer sets refused", "", LoadOptions{Tiers: []string{q8, q4}, LayerSets: []string{q4}}, "", "--layer-sets", ""},
 		{"no-mmap falls back", model, LoadOptions{NoMmap: true}, "llamacpp", "", "--no-mmap"},
 		{"native no-mmap refused", model, LoadOptions{Engine: "native", NoMmap: true}, "", "always maps", ""},
 		{"vocab only", vocab, LoadOptions{}, "", "vocabulary-only", ""},

@@ -13,6 +13,9 @@ import (
 // and a KV arena we own (internal/native).
 func init() {
 	nativeLoader = func(path string, opts LoadOptions) (Engine, error) {
+		if len(opts.Tiers) > 0 { // set i = tier i; path is tier StartTier
+			return native.Load(opts.Tiers[0], native.Options{ExtraSets: opts.Tiers[1:], Tiers: true, StartTier: opts.StartTier})
+		}
 		return native.Load(path, native.Options{ExtraSets: opts.LayerSets})
 	}
 }

@@ -39,6 +39,10 @@ func TestRunSeedDeterministic(t *testing.T) {
 	}
 }
 
+// TestRunTierSwap: --tiers with a swap plan runs on the native engine by
+// default (weight sets: switch and release, KV in place) and on llamacpp
+// on request (KV state serialised, model reloaded, state restored); both
+// generate the same text, greedy.
 func TestRunTierSwap(t *testing.T) {
 	d := sharedtest.Path(t, "models/derived")
 	tiers := strings.Join([]string{
@@ -46,20 +50,33 @@ func TestRunTierSwap(t *testing.T) {
 		filepath.Join(d, "stories260K-ff192-Q5_0.gguf"),
 		filepath.Join(d, "stories260K-ff192-Q4_0.gguf"),
 	}, ",")
-	out, errs, code := runCLI(t, "run", "--tiers", tiers, "--swap-at", "10,30", "--swap-to", "2,1", "-n", "40", "--temp", "0", "--threads", "1")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	if strings.Count(errs, "[swap ") != 2 || !strings.Contains(errs, "swap 0→2 at token 10") || !strings.Contains(errs, "swap 2→1 at token 30") {
-		t.Fatalf("swap lines missing: %s", errs)
-	}
-	for _, phase := range []string{"serialize", "unload", "load", "restore"} {
-		if !strings.Contains(errs, phase) {
-			t.Fatalf("no %s timing: %s", phase, errs)
+	var outs []string
+	for _, tc := range []struct {
+		engine string
+		phases []string
+	}{
+		{"auto", []string{"switch", "release of the old tier", "KV kept in place"}},
+		{"llamacpp", []string{"serialize", "unload", "load", "restore"}},
+	} {
+		out, errs, code := runCLI(t, "run", "--tiers", tiers, "--engine", tc.engine, "--swap-at", "10,30", "--swap-to", "2,1", "-n", "40", "--temp", "0", "--threads", "1")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.engine, code, errs)
 		}
+		if strings.Count(errs, "[swap ") != 2 || !strings.Contains(errs, "swap 0→2 at token 10") || !strings.Contains(errs, "swap 2→1 at token 30") {
+			t.Fatalf("%s: swap lines missing: %s", tc.engine, errs)
+		}
+		for _, phase := range tc.phases {
+			if !strings.Contains(errs, phase) {
+				t.Fatalf("%s: no %s timing: %s", tc.engine, phase, errs)
+			}
+		}
+		if !strings.HasPrefix(out, "Once upon a time") {
+			t.Fatalf("%s: output %q", tc.engine, out)
+		}
+		outs = append(outs, out)
 	}
-	if !strings.HasPrefix(out, "Once upon a time") {
-		t.Fatalf("output %q", out)
+	if outs[0] != outs[1] {
+		t.Errorf("native and llamacpp ladders generated different text:\n%q\n%q", outs[0], outs[1])
 	}
 }
 

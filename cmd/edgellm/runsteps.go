@@ -213,6 +213,11 @@ func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc
 		if err != nil {
 			return err
 		}
+		if eng.Name() == "native" { // weight sets: nothing serialised or reloaded (native.Session.SwapTier)
+			c.Logf("\n[swap %d→%d at token %d: switch %s, release of the old tier %s, KV kept in place, total %s]",
+				t.From, t.To, step, ms(t.Load), ms(t.Unload), ms(t.Total()))
+			return nil
+		}
 		c.Logf("\n[swap %d→%d at token %d: state %.1f KiB, serialize %s, unload %s, load %s, restore %s, total %s]",
 			t.From, t.To, step, float64(t.StateBytes)/1024, ms(t.Serialize), ms(t.Unload), ms(t.Load), ms(t.Restore), ms(t.Total()))
 		return nil
