@@ -207,26 +207,37 @@ func TestScenarioThermal(t *testing.T) {
 	if st.TierSwaps != 0 {
 		t.Errorf("static-highest swapped %d times", st.TierSwaps)
 	}
-	// Both figures: from the throttle on (default's includes its tier swap,
-	// a model load at 0.12 CPU) and from its last swap on (steady state).
+	// Both figures: from the throttle on (default's includes its tier swap)
+	// and from its last swap on (steady state).
 	whole, steady := def.MeanTPSThrottled/st.MeanTPSThrottled, def.MeanTPSThrottledSteady/st.MeanTPSThrottledSteady
 	t.Logf("throttled mean tok/s: default %.2f, static-highest %.2f (ratio %.2f); after default's swap: %.2f vs %.2f (ratio %.2f)",
 		def.MeanTPSThrottled, st.MeanTPSThrottled, whole, def.MeanTPSThrottledSteady, st.MeanTPSThrottledSteady, steady)
 	// The margin: under the quota both runs are CPU-bound on one thread, so
 	// the ratio is the per-token CPU cost of F16 over Q4_0 (3.6× the weight
-	// bytes), which the machine's speed divides out of. Measured: 1.62 on a
-	// quiet AMD Zen machine, ×1.70–1.87 on the first development machine,
-	// 1.24 while a C++ compile held the other core (the cgroup's quota
-	// periods then start late). ≥ 1.15 leaves room for that and for a CPU
-	// whose F16 kernels are relatively faster, and still fails when the
-	// swap buys nothing.
+	// bytes), which the machine's speed divides out of. Measured after the
+	// swap: 1.62 on a quiet AMD Zen machine, ×1.70–1.87 on the first
+	// development machine, 1.24 while a C++ compile held the other core
+	// (the cgroup's quota periods then start late). ≥ 1.15 leaves room for
+	// that and for a CPU whose F16 kernels are relatively faster, and still
+	// fails when the swap buys nothing.
 	const minGain = 1.15
 	if !(steady >= minGain) {
-		t.Errorf("throttled tok/s after the swap, default ÷ static-highest = %.2f, want ≥ %.1f", steady, minGain)
+		t.Errorf("throttled tok/s after the swap, default ÷ static-highest = %.2f, want ≥ %.2f", steady, minGain)
 	}
-	// The ratio including the swap is only logged: the swap loads the new
-	// tier at 0.12 CPU, and over 88 throttled tokens that ate the whole
-	// gain once (0.99 including it, 1.62 after it; loaded machine).
+	// The scenario runs on the native engine, whose swap is a weight-set
+	// switch (no reload: the llamacpp ladder's reload at 0.12 CPU once ate
+	// the whole gain, 0.99 including the swap against 1.62 after it), so
+	// the gain must hold with the swap counted too. The swap's cost in
+	// tokens is what the first Q4_0 step's page faults take, a small part
+	// of the 88 throttled tokens.
+	if !(whole >= minGain) {
+		t.Errorf("throttled tok/s including the swap, default ÷ static-highest = %.2f, want ≥ %.2f", whole, minGain)
+	}
+	for _, p := range []*scenario.PolicyResult{st, def} {
+		if p.Engine != "native" {
+			t.Errorf("%s ran on engine %q, want native", p.Name, p.Engine)
+		}
+	}
 	assertQuality(t, st, def)
 }
 

@@ -280,9 +280,9 @@ func TestTierStepDownFreesPages(t *testing.T) {
 	hi1, hiP1 := mappingKB(t, files[0])
 	lo1, loP1 := mappingKB(t, files[1])
 	vm1 := procKB(t, "/proc/self/status", "VmRSS")
-	t.Logf("SYNTHETIC tinyllama-quarter step down Q8_0→Q4_0 (release %v): Q8_0 mapping RSS %d→%d kB (PSS %d→%d), Q4_0 mapping RSS %d→%d kB (PSS %d→%d); process VmRSS %d→%d kB",
-		tm.Unload, hi0, hi1, hiP0, hiP1, lo0, lo1, loP0, loP1, vm0, vm1)
 	bound := unadvisedBytes(e.SetWeights(0)) / 1024
+	t.Logf("SYNTHETIC tinyllama-quarter step down Q8_0→Q4_0 (release %v): Q8_0 mapping RSS %d→%d kB (PSS %d→%d), Q4_0 mapping RSS %d→%d kB (PSS %d→%d); process VmRSS %d→%d kB; at most %d kB of the Q8_0 mapping cannot be advised",
+		tm.Unload, hi0, hi1, hiP0, hiP1, lo0, lo1, loP0, loP1, vm0, vm1, bound)
 	if hi1 > bound {
 		t.Errorf("the Q8_0 mapping keeps %d kB resident after the step down; at most %d kB (pages outside the layers' and head's ranges) may stay", hi1, bound)
 	}

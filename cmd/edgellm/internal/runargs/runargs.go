@@ -14,6 +14,7 @@ import (
 // defaults apply), except where noted.
 type Run struct {
 	Tiers          []string // --tiers
+	Engine         string   // --engine
 	NoMmap         bool     // --no-mmap
 	StatsJSON      string   // --stats-json
 	LogitsOut      string   // --logits-out
@@ -44,6 +45,7 @@ func (r Run) Argv() []string {
 		}
 	}
 	str("--tiers", strings.Join(r.Tiers, ","))
+	str("--engine", r.Engine)
 	if r.NoMmap {
 		a = append(a, "--no-mmap")
 	}

@@ -101,7 +101,10 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	for i, t := range r.tiers {
 		paths[i] = t.Path
 	}
-	args := runargs.Run{Tiers: paths, NoMmap: true, StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
+	// The llamacpp engine reads the weights into memory (--no-mmap: the
+	// cgroup charges them as the engine's own); the native engine maps
+	// them and releases a tier's pages itself when it steps down.
+	args := runargs.Run{Tiers: paths, Engine: s.Engine, NoMmap: s.Engine == "llamacpp", StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
 		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: s.Threads, Ctx: s.Ctx, Prompt: s.Prompt}.Argv()
 	args = append(args, r.sensors...)
 	if s.Serve != nil {

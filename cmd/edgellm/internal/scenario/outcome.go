@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,14 +92,21 @@ func (r *runner) outcome(res *PolicyResult, waitErr error, m *monitor) {
 	r.swapEvents(res)
 }
 
+// engineRE finds the engine in run's "model: … engine NAME]" line.
+var engineRE = regexp.MustCompile(`^model: .*, engine (\w+)\]$`)
+
 // swapEvents adds the engine's tier decisions (its stderr lines
-// "[policy step N: …]") as events at the time of token N.
+// "[policy step N: …]") as events at the time of token N, and the engine
+// that ran (PolicyResult.Engine).
 func (r *runner) swapEvents(res *PolicyResult) {
 	b, err := os.ReadFile(res.StderrFile)
 	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(string(b), "\n") {
+		if m := engineRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil && res.Engine == "" {
+			res.Engine = m[1]
+		}
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "[policy step ")
 		if !ok {
 			continue

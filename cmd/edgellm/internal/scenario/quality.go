@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/host/engine"
-	"github.com/edgellm/edgellm/internal/llamacpp"
 	"github.com/edgellm/edgellm/internal/logitlog"
 	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/kernels"
@@ -40,7 +40,9 @@ func (r *runner) measureQuality(ctx context.Context, logitsPath string, res *Pol
 	if len(lg.Tokens) == 0 {
 		return q, nil
 	}
-	e, err := llamacpp.Load(r.tiers[0].Path, llamacpp.Options{})
+	// The same engine as the runs (native and llamacpp agree bit for bit
+	// on these models: internal/native's parity tests).
+	e, err := host.Load(r.tiers[0].Path, host.LoadOptions{Engine: r.s.Engine})
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func EncodeJSON(w io.Writer, r *Report) error {
 // WriteTable writes one line per policy: the figures to compare.
 func WriteTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\toutcome\ttokens\tmean tok/s\tthrottled tok/s\tswaps\tpolicy failures\tOOM kills\tmean bpw\tKL vs tier 0 (mean/max)\ttop-1 vs tier 0\tpeak RSS MiB\tpeak PSS MiB\tpeak cgroup MiB")
+	fmt.Fprintln(tw, "policy\tengine\toutcome\ttokens\tmean tok/s\tthrottled tok/s\tswaps\tpolicy failures\tOOM kills\tmean bpw\tKL vs tier 0 (mean/max)\ttop-1 vs tier 0\tpeak RSS MiB\tpeak PSS MiB\tpeak cgroup MiB")
 	for _, p := range r.Policies {
 		thr := "-"
 		if p.MeanTPSThrottled > 0 {
@@ -35,7 +35,7 @@ func WriteTable(w io.Writer, r *Report) {
 		if q := p.Quality; q != nil && q.Tokens > 0 {
 			kl, top1 = fmt.Sprintf("%.4f/%.4f (%d tok)", q.MeanKL, q.MaxKL, q.Tokens), fmt.Sprintf("%.3f", q.Top1Agreement)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%.1f\t%.1f\t%s\n", p.Name, p.Outcome, p.Tokens, p.MeanTPS, thr,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%s\t%d\t%d\t%d\t%.2f\t%s\t%s\t%.1f\t%.1f\t%s\n", p.Name, p.Engine, p.Outcome, p.Tokens, p.MeanTPS, thr,
 			p.TierSwaps, p.PolicyFailures, p.OOMKills, p.MeanBitsPerWeight, kl, top1, p.PeakRSSMB, p.PeakPSSMB, cg)
 	}
 	tw.Flush()
@@ -104,7 +104,7 @@ ul.ev{font-size:85%;max-height:14em;overflow:auto}</style></head><body>
 	} else {
 		fmt.Fprintf(&b, "<p class=\"real\">Pressure: %s.</p>\n", e(r.Pressure))
 	}
-	fmt.Fprintf(&b, "<p>Prompt %q, %d tokens, %d thread(s), ctx %d, temperature 0. Sensors: %s.</p>\n", e(r.Prompt), r.N, r.Threads, r.Ctx, e(r.Sensors))
+	fmt.Fprintf(&b, "<p>Prompt %q, %d tokens, %d thread(s), ctx %d, temperature 0, engine %s. Sensors: %s.</p>\n", e(r.Prompt), r.N, r.Threads, r.Ctx, e(r.Engine), e(r.Sensors))
 	b.WriteString("<table><tr><th>tier</th><th>file</th><th>type</th><th>MiB</th><th>bits/weight</th></tr>\n")
 	for i, t := range r.Tiers {
 		syn := ""

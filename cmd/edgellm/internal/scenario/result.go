@@ -14,6 +14,7 @@ type Report struct {
 	N         int      `json:"n"`
 	Threads   int      `json:"threads"`
 	Ctx       int      `json:"ctx"`
+	Engine    string   `json:"engine"` // the spec's engine choice (auto, native, llamacpp)
 	Memory    *Memory  `json:"memory,omitempty"`
 	Thermal   *Thermal `json:"thermal,omitempty"`
 	// Sensors is what the policies read: live sensors or a thermal trace.
@@ -33,7 +34,10 @@ type PolicyResult struct {
 	// OOMKills is the cgroup's oom_kill counter at the end (engine and hogs).
 	OOMKills uint64 `json:"oom_kills"`
 	ExitCode int    `json:"exit_code"`
-	Error    string `json:"error,omitempty"` // the engine's last stderr line on failure
+	// Engine is the engine that ran ("native" or "llamacpp", from its
+	// "model: …" line; "" when it did not say).
+	Engine string `json:"engine,omitempty"`
+	Error  string `json:"error,omitempty"` // the engine's last stderr line on failure
 
 	Tokens    int     `json:"tokens"`
 	DecodeTPS float64 `json:"decode_tps"` // the engine's steady-state figure (0 if it did not finish)

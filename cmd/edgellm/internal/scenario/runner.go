@@ -97,7 +97,7 @@ func Run(ctx context.Context, s *Spec, o Options) (*Report, error) {
 	mode := probe(s, o)
 	o.Logf("scenario %s: pressure %s", s.Name, mode.desc)
 	rep := &Report{Scenario: s.Name, File: s.File, Pressure: mode.desc, Simulated: !mode.real, Tiers: tiers,
-		Prompt: s.Prompt, N: s.N, Threads: s.Threads, Ctx: s.Ctx, Memory: s.Memory, Thermal: s.Thermal}
+		Prompt: s.Prompt, N: s.N, Threads: s.Threads, Ctx: s.Ctx, Engine: s.Engine, Memory: s.Memory, Thermal: s.Thermal}
 	r := &runner{s: s, o: o, mode: mode, tiers: tiers}
 	if r.sensors, err = r.sensorArgs(); err != nil {
 		return nil, err

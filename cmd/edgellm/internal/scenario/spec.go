@@ -18,12 +18,17 @@ import (
 
 // Spec is a scenario file. Relative paths in it are relative to the file.
 type Spec struct {
-	Name     string   `yaml:"name"`
-	Model    Model    `yaml:"model"`
-	Prompt   string   `yaml:"prompt"`
-	N        int      `yaml:"n"`       // tokens to generate
-	Threads  int      `yaml:"threads"` // default 1
-	Ctx      int      `yaml:"ctx"`     // default 512
+	Name    string `yaml:"name"`
+	Model   Model  `yaml:"model"`
+	Prompt  string `yaml:"prompt"`
+	N       int    `yaml:"n"`       // tokens to generate
+	Threads int    `yaml:"threads"` // default 1
+	Ctx     int    `yaml:"ctx"`     // default 512
+	// Engine is the engine the runs use: "auto" (the default: native for
+	// llama ladders, which maps the tiers as weight sets and swaps by
+	// pointer), "native" or "llamacpp" (reads the weights into memory,
+	// --no-mmap, and swaps by reloading: the reference).
+	Engine   string   `yaml:"engine"`
 	Policies []Policy `yaml:"policies"`
 	Memory   *Memory  `yaml:"memory"`
 	Thermal  *Thermal `yaml:"thermal"`
@@ -151,6 +156,13 @@ func (s *Spec) validate() error {
 	}
 	if s.Ctx == 0 {
 		s.Ctx = 512
+	}
+	switch s.Engine {
+	case "":
+		s.Engine = "auto"
+	case "auto", "native", "llamacpp":
+	default:
+		return fmt.Errorf("engine %q: want auto, native or llamacpp", s.Engine)
 	}
 	if s.Ctx < 16 || s.Ctx > 1<<20 {
 		return fmt.Errorf("ctx %d: want 16–1048576", s.Ctx)
