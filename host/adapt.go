@@ -106,7 +106,7 @@ func policyLimits(eng Engine, nCtx int) policy.Limits {
 		l.MaxK = min(caps.MaxSpeculativeK, policy.MaxSpecK)
 	}
 	l.MaxWindow = nCtx
-	l.KVTypes = nil // KV type is fixed per session today
+	l.KVTypes = kvTypeLimits(eng) // nil: fixed per session (adapt_kv.go)
 	l.MaxThreads = runtime.NumCPU()
 	return l
 }
@@ -256,12 +256,13 @@ func (a *Adapter) abilities() policy.Abilities {
 	_, window := a.sess.(WindowSetter)
 	_, layerWindows := a.sess.(LayerWindowSetter)
 	_, layerBits := a.sess.(LayerSetter)
+	_, kvType := a.sess.(KVTypeSetter)
 	return policy.Abilities{
 		Tier: tiers, Threads: threads, SpecK: caps.Speculative,
 		Window:       caps.SlidingWindow && window,
 		LayerWindows: caps.SlidingWindow && window && caps.PerLayerWindow && layerWindows,
 		LayerBits:    caps.PerLayerPrec && layerBits,
-		KVType:       false, // fixed per session
+		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 	}
 }
 
@@ -296,6 +297,9 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		} else if c != "" {
 			changes = append(changes, c)
 		}
+	}
+	if d.KVType != old.KVType {
+		changes = a.applyKVType(step, &d, old, changes)
 	}
 	a.applySpec(&d, old, &changes)
 	if d.CadenceSteps != old.CadenceSteps {

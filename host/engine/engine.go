@@ -166,7 +166,8 @@ func ParseAttention(s string) (Attention, error) {
 // Capabilities is what an engine can change while decoding; the host clamps
 // a policy's decisions to them. Tier swaps and thread counts are not listed:
 // they are what a session implements (TierSwapper, and a SetThreads method).
-// The KV type is fixed per session.
+// The KV type is fixed per session on llamacpp; native sessions requantize
+// theirs between steps (host.KVTypeSetter).
 type Capabilities struct {
 	PerLayerPrec   bool // per-layer weight precision (several weight sets)
 	SlidingWindow  bool // ring KV with anchors

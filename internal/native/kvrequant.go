@@ -31,6 +31,7 @@ func (e *Engine) RequantKVTypes() []engine.KVType {
 // KVRequantReport says what one SetKVType did.
 type KVRequantReport struct {
 	From, To   kernels.GGMLType
+	Changed    bool  // the arena is on To now
 	Rows       int   // rows converted (K and V, all layers)
 	Released   int64 // bytes of pages handed back to the kernel
 	Convert    time.Duration
@@ -123,6 +124,7 @@ func (a *KVArena) Requantize(cfg *Config, typ engine.KVType, used []int) (KVRequ
 	r.Convert = time.Since(t0)
 	t0 = time.Now()
 	a.install(cfg, kt)
+	r.Changed = true
 	if newRow < oldRow {
 		ps := int64(os.Getpagesize())
 		for il, u := range used {

@@ -1,0 +1,54 @@
+package host
+
+import (
+	"fmt"
+
+	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/native"
+)
+
+// KVTypeSetter is implemented by sessions that requantize their KV cache
+// between steps (the native engine: F16, Q8_0 and Q4_0, in place; going
+// back up keeps the precision a smaller type lost).
+type KVTypeSetter interface {
+	SetKVType(t KVType) (native.KVRequantReport, error)
+}
+
+var _ KVTypeSetter = (*native.Session)(nil)
+
+// kvRequanter is implemented by engines whose sessions are KVTypeSetters.
+type kvRequanter interface{ RequantKVTypes() []engine.KVType }
+
+// kvTypeLimits are the KV types a policy may ask of eng's sessions (nil:
+// the type is fixed per session).
+func kvTypeLimits(eng Engine) []abi.KVType {
+	kr, ok := eng.(kvRequanter)
+	if !ok {
+		return nil
+	}
+	var out []abi.KVType
+	for _, t := range kr.RequantKVTypes() {
+		if k := abi.ParseKVType(string(t)); k != abi.KVUnknown {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// applyKVType requantizes the session's KV cache to d's type; a type the
+// session refuses (one its arena cannot hold) keeps old's, with a log line.
+func (a *Adapter) applyKVType(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
+	r, err := a.sess.(KVTypeSetter).SetKVType(KVType(d.KVType.String()))
+	if err != nil {
+		if a.log != nil {
+			fmt.Fprintf(a.log, "[policy step %d: KV type %s not applied: %v]\n", step, d.KVType, err)
+		}
+		if !r.Changed { // refused: nothing changed
+			d.KVType = old.KVType
+			return changes
+		}
+	}
+	return append(changes, fmt.Sprintf("KV %s→%s (requantized %d rows in %.1f ms, %d KiB released)",
+		old.KVType, d.KVType, r.Rows, float64(r.Convert.Microseconds())/1000, r.Released/1024))
+}
