@@ -21,9 +21,12 @@ import (
 // client reads it from the server's "serving on" line).
 func (r *runner) serveArgv(tiers []string, statsPath, wasm string) []string {
 	s := r.s
-	a := []string{"serve", "--tiers", strings.Join(tiers, ","), "--no-mmap", "--stats-json", statsPath,
-		"--policy", wasm, "--policy-insecure", "--threads", strconv.Itoa(s.Threads), "--ctx", strconv.Itoa(s.Ctx),
-		"--addr", "127.0.0.1:0", "--queue", "1"}
+	a := []string{"serve", "--tiers", strings.Join(tiers, ","), "--engine", s.Engine}
+	if s.Engine == "llamacpp" { // weights in anonymous memory, as in run mode
+		a = append(a, "--no-mmap")
+	}
+	a = append(a, "--stats-json", statsPath, "--policy", wasm, "--policy-insecure", "--threads", strconv.Itoa(s.Threads), "--ctx", strconv.Itoa(s.Ctx),
+		"--addr", "127.0.0.1:0", "--queue", "1")
 	return append(a, r.sensors...)
 }
 
