@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,10 +38,19 @@ func startBrowser(ctx context.Context, t *testing.T, bin string) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The profile directory is ours to remove, after every Chromium process
+	// is gone: its helpers (crashpad, utilities) outlive the browser process
+	// for a moment and still write there, which made t.TempDir's removal
+	// fail with "directory not empty".
+	profile, err := os.MkdirTemp("", "edgellm-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+profile,
 		"--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one group: killed as one
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
@@ -58,7 +68,16 @@ func startBrowser(ctx context.Context, t *testing.T, bin string) *browser {
 			cmd.Process.Kill()
 			<-done
 		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left in the group
 		outR.Close()
+		var err error
+		for i := 0; i < 50; i++ { // until the last helper has let go
+			if err = os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("chromium profile %s: %v", profile, err)
 	})
 	return b
 }
