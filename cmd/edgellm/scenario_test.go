@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -192,9 +193,7 @@ func TestScenarioThermal(t *testing.T) {
 		if !p.Completed || p.Tokens != rep.N {
 			t.Errorf("%s: %s after %d tokens", p.Name, p.Outcome, p.Tokens)
 		}
-		if p.CPUThrottled == 0 {
-			t.Errorf("%s: the cgroup was never throttled: the quota did not bite", p.Name)
-		}
+		assertQuotaBit(t, p)
 		// A decide that the quota freezes mid-call is granted more time,
 		// not failed (host/policy stopTimer.fire).
 		if p.PolicyFailures != 0 {
@@ -269,10 +268,11 @@ func TestScenarioMemoryAndThermal(t *testing.T) {
 	if !hasEvent(def, "memory low") || !hasEvent(def, "thermal severe") {
 		t.Errorf("default did not see both pressures: %+v", def.Events)
 	}
-	for _, p := range []*scenario.PolicyResult{st, def} {
-		if p.CPUThrottled == 0 {
-			t.Errorf("%s: never throttled", p.Name)
-		}
+	assertQuotaBit(t, def)
+	// static-highest is checked when it lived past the quota's start (it
+	// may be OOM-killed before).
+	if at := rep.Thermal.Schedule[0].AtToken; at != nil && st.Tokens > *at {
+		assertQuotaBit(t, st)
 	}
 	assertQuality(t, st, def)
 }
@@ -457,4 +457,40 @@ func TestRunStatsJSON(t *testing.T) {
 			t.Errorf("token %d is %d, the argmax of its logits is %d", i, tok, a)
 		}
 	}
+}
+
+// assertQuotaBit: the CPU quota was enforced on p's cgroup (CFS periods
+// counted) and throttled it. A quota below what the engine could use bites
+// only when the machine gives the engine more than the quota: where other
+// processes already held it below (CPU pressure "some" over the last
+// minute ≥ 50%), an unthrottled run is logged, not failed.
+func assertQuotaBit(t *testing.T, p *scenario.PolicyResult) {
+	t.Helper()
+	if p.CPUPeriods == 0 {
+		t.Errorf("%s: the CPU quota was never enforced (0 CFS periods)", p.Name)
+		return
+	}
+	if p.CPUThrottled > 0 {
+		return
+	}
+	if psi, ok := cpuPressureAvg60(); ok && psi >= 50 {
+		t.Logf("%s: not throttled in %d periods: the machine was contended (CPU pressure some avg60 %.0f%%), the quota did not need to bite", p.Name, p.CPUPeriods, psi)
+		return
+	}
+	t.Errorf("%s: the cgroup was never throttled in %d periods: the quota did not bite", p.Name, p.CPUPeriods)
+}
+
+// cpuPressureAvg60 reads "some avg60" of /proc/pressure/cpu.
+func cpuPressureAvg60() (float64, bool) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, false
+	}
+	for _, f := range strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) {
+		if v, ok := strings.CutPrefix(f, "avg60="); ok {
+			x, err := strconv.ParseFloat(v, 64)
+			return x, err == nil
+		}
+	}
+	return 0, false
 }

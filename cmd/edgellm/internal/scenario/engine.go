@@ -216,7 +216,7 @@ func (e *engineRun) collect(ctx context.Context, m *monitor, waitErr error) erro
 			res.OOMKills = ev.OOMKill
 		}
 		if st, err := cg.CPUStats(); err == nil && r.s.Thermal != nil {
-			res.CPUThrottled, res.CPUThrottledMs = st.Throttled, float64(st.ThrottledTime.Microseconds())/1000
+			res.CPUPeriods, res.CPUThrottled, res.CPUThrottledMs = st.Periods, st.Throttled, float64(st.ThrottledTime.Microseconds())/1000
 		}
 	}
 	r.outcome(res, waitErr, m)

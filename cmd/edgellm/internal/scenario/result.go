@@ -64,8 +64,10 @@ type PolicyResult struct {
 	Quality      *Quality `json:"quality,omitempty"`
 	QualityError string   `json:"quality_error,omitempty"`
 
-	// CPUThrottled and CPUThrottledMs are the cgroup's CFS bandwidth
-	// statistics (periods throttled, time throttled): proof the quota bit.
+	// CPUPeriods, CPUThrottled and CPUThrottledMs are the cgroup's CFS
+	// bandwidth statistics (periods enforced, periods throttled, time
+	// throttled): proof the quota was in place and bit.
+	CPUPeriods     uint64  `json:"cpu_periods"`
 	CPUThrottled   uint64  `json:"cpu_throttled_periods"`
 	CPUThrottledMs float64 `json:"cpu_throttled_ms"`
 
