@@ -26,14 +26,18 @@ func addBenchSpecFlags(fs *pflag.FlagSet) {
 	fs.StringSlice("layer-sets", nil, "with --spec self:TYPE: GGUF files of the model at other precisions")
 	fs.Int("synth-from", 0, "with --spec: SYNTHETIC pair, scale the output projections of layers ≥ N by --synth-eps")
 	fs.Float32("synth-eps", 0, "with --synth-from: the scale ε (0 = off)")
+	fs.Float32("synth-agree", 0, "with --synth-from: SYNTHETIC per-position mix, the target equals the skip:N draft at this share of positions (0 = off)")
+	fs.Bool("spec-sweep", false, "with --spec: tokens per thread-CPU second at K = 0..8 and auto against the analytic expectation (--threads 1)")
 }
 
 type benchSpecOptions struct {
-	Spec      string   `koanf:"spec"`
-	SpecK     string   `koanf:"spec-k"`
-	LayerSets []string `koanf:"layer-sets"`
-	SynthFrom int      `koanf:"synth-from"`
-	SynthEps  float32  `koanf:"synth-eps"`
+	Spec       string   `koanf:"spec"`
+	SpecK      string   `koanf:"spec-k"`
+	LayerSets  []string `koanf:"layer-sets"`
+	SynthFrom  int      `koanf:"synth-from"`
+	SynthEps   float32  `koanf:"synth-eps"`
+	SynthAgree float32  `koanf:"synth-agree"`
+	Sweep      bool     `koanf:"spec-sweep"`
 }
 
 // specSide is one measured side (plain or speculative) of one repeat.
@@ -60,7 +64,7 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 	}
 	threads := o.Threads
 	eng, err := native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets,
-		SynthScaleFrom: so.SynthFrom, SynthEps: so.SynthEps})
+		SynthScaleFrom: so.SynthFrom, SynthEps: so.SynthEps, SynthAgree: so.SynthAgree})
 	if err != nil {
 		return err
 	}
@@ -82,6 +86,9 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		return err
 	}
 	defer mem.Close()
+	if so.Sweep {
+		return runSpecSweep(c, eng, spec, p.Tokens, o, so)
+	}
 	if so.SynthEps != 0 {
 		c.Logf("SYNTHETIC: output projections of layers ≥ %d scaled by ε = %g", so.SynthFrom, so.SynthEps)
 	}

@@ -52,6 +52,11 @@ type Options struct {
 	// (Capabilities.PerLayerPrec) is off.
 	Tiers     bool
 	StartTier int
+	// SynthAgree (0 = off) is the per-position SYNTHETIC mix (synthmix.go):
+	// at a hashed ≈ SynthAgree share of positions layers ≥ SynthScaleFrom
+	// are scaled by 0 (the target is the skip:N draft there), elsewhere by
+	// SynthEps (1 when 0). A skip:N draft's acceptance is then ≈ SynthAgree.
+	SynthAgree float32
 }
 
 // LoadReport describes what Load did.

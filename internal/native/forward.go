@@ -66,9 +66,11 @@ type graph struct {
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
 	// synthFrom and synthEps (Options.SynthScaleFrom/Eps, SYNTHETIC): the
 	// attention and FFN outputs of layers ≥ synthFrom are scaled by synthEps.
-	synthFrom int
-	synthEps  float32
-	logits    kernels.Tensor // F32 [n_vocab, n_out]
+	synthFrom  int
+	synthEps   float32
+	synthAgree float32        // Options.SynthAgree (synthmix.go); 0 = off
+	synthRow   kernels.Tensor // F32 [1, n_tok]: per-row scale of the mix
+	logits     kernels.Tensor // F32 [n_vocab, n_out]
 
 	// layerEnd[il] is the number of graph nodes up to the end of layer il
 	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
@@ -132,6 +134,10 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	if key.nOut < key.nTok {
 		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
 	}
+	g.synthRow = kernels.Tensor{}
+	if g.synthAgree > 0 && len(layers) > g.synthFrom { // a skip:N graph has no row
+		g.synthRow = input(kernels.GGMLTypeF32, "inp_synth_scale", 1, nTok)
+	}
 	gr, err := c.NewGraph(graphNodes(cfg.NLayer))
 	if err != nil {
 		return err
@@ -189,10 +195,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			kqv := c.MulMat(vt, kq)       // [hd, n_tok, n_head]
 			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nTok)
 		}
-		a = c.MulMat(l.Wo, a)
-		if g.synthEps != 0 && il >= g.synthFrom {
-			a = c.Scale(a, g.synthEps)
-		}
+		a = g.synthOut(c, c.MulMat(l.Wo, a), il, false)
 
 		if il == len(layers)-1 && !g.outIDs.Nil() {
 			// only the rows that want logits go on
@@ -204,10 +207,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		// SwiGLU feed-forward
 		h = c.Mul(c.RMSNorm(x, cfg.NormEps), l.FFNNorm)
 		f := c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
-		ffn := c.MulMat(l.WDown, f)
-		if g.synthEps != 0 && il >= g.synthFrom {
-			ffn = c.Scale(ffn, g.synthEps)
-		}
+		ffn := g.synthOut(c, c.MulMat(l.WDown, f), il, il == len(layers)-1 && !g.outIDs.Nil())
 		x = c.Add(ffn, x)
 		gr.Expand(x)
 		g.layerEnd = append(g.layerEnd, gr.NNodes())

@@ -199,7 +199,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	if gr.key != key {
 		t0 := time.Now()
 		gr.ringOf = s.ringOf
-		gr.synthFrom, gr.synthEps = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps
+		gr.synthFrom, gr.synthEps, gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 		if err := gr.build(key, s.cfg, head, layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
 		}
@@ -218,6 +218,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	for i := range nTok {
 		pos[i] = int32(s.n + i)
 	}
+	g.fillSynthRow(pos[:nTok])
 	for r, rg := range s.rings {
 		copy(g.slots[r].Int64s(), rg.slots[:nTok])
 		for i, j := range rg.slots[:nTok] {
@@ -297,7 +298,7 @@ func (s *Session) reserve() error {
 		key.setNKV(r, rg.end)
 	}
 	s.gr.ringOf = s.ringOf
-	s.gr.synthFrom, s.gr.synthEps = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps
+	s.gr.synthFrom, s.gr.synthEps, s.gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return fmt.Errorf("native: build graph: %w", err)
 	}

@@ -88,8 +88,9 @@ type Speculator struct {
 	// draftPool and verifyPool are the draft's and the target's own
 	// threadpools (specthreads.go), nil = the session's.
 	draftPool, verifyPool *pool
-	steps                 int  // Step calls
-	measure               bool // take a plain step now and then to keep v(1) measured (SetMeasure)
+	steps                 int                  // Step calls
+	measure               bool                 // take a plain step now and then to keep v(1) measured (SetMeasure)
+	clock                 func() time.Duration // the measuring clock (SetClock); nil = wall time
 }
 
 // SetAuto makes the Speculator choose K itself before each round: the K
@@ -264,17 +265,17 @@ func (sp *Speculator) Step() ([]int32, error) {
 	}
 	sp.drafts, sp.qPoint = sp.drafts[:0], true
 	if k > 0 {
-		t0, steps := time.Now(), sp.stats.DraftSteps
+		t0, steps := sp.now(), sp.stats.DraftSteps
 		if err := sp.d.draft(sp, k); err != nil {
 			return nil, fmt.Errorf("native: draft: %w", err)
 		}
-		d := time.Since(t0)
+		d := sp.now() - t0
 		sp.stats.DraftTime += d
 		sp.meter.draftSteps(sp.stats.DraftSteps-steps, d)
 	}
 	sp.out = sp.out[:0]
-	t0 := time.Now()
-	defer func() { sp.stats.VerifyTime += time.Since(t0) }()
+	t0 := sp.now()
+	defer func() { sp.stats.VerifyTime += sp.now() - t0 }()
 	if s.n != n {
 		if err := s.Truncate(n); err != nil {
 			return nil, err
@@ -283,11 +284,11 @@ func (sp *Speculator) Step() ([]int32, error) {
 	nd := len(sp.drafts)
 	if nd == 0 {
 		sp.stats.PlainSteps++
-		tv := time.Now()
+		tv := sp.now()
 		if err := s.Decode([]int32{last}, engine.LogitsLast); err != nil {
 			return nil, err
 		}
-		sp.meter.round(0, 0, time.Since(tv))
+		sp.meter.round(0, 0, sp.now()-tv)
 		if err := s.Logits(0, sp.logits); err != nil {
 			return nil, err
 		}
@@ -301,11 +302,11 @@ func (sp *Speculator) Step() ([]int32, error) {
 		return sp.out, sp.d.sync(sp)
 	}
 	batch := append(append(make([]int32, 0, nd+1), last), sp.drafts...)
-	tv := time.Now()
+	tv := sp.now()
 	if err := s.Decode(batch, engine.LogitsAll); err != nil {
 		return nil, err
 	}
-	dv := time.Since(tv)
+	dv := sp.now() - tv
 	sp.stats.Rounds++
 	sp.stats.Drafted += nd
 	j := 0

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/edgellm/edgellm/internal/sharedtest"
+)
+
+// TestBenchSpecSweep: `bench --spec skip:3 --spec-sweep` on stories260K
+// prints K = 0..8 and auto with the analytic column, greedy output
+// identical at every K; on the SYNTHETIC mix the last lines name it; more
+// than one thread is refused (the sweep measures one thread's CPU time).
+func TestBenchSpecSweep(t *testing.T) {
+	model := sharedtest.Path(t, "models/derived/stories260K-ff192-f32.gguf")
+	base := []string{"bench", "-m", model, "--engine", "native", "--spec", "skip:3", "--spec-sweep",
+		"-p", "8", "-n", "12", "-r", "1", "--ctx", "128"}
+	out, errs, code := runCLI(t, append(base, "-t", "1", "--synth-from", "3", "--synth-agree", "0.9")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"tokens per thread-CPU second", "SYNTHETIC pair: layers ≥ 3", "v(n) =", "measured/analytic"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Split(l, "\t")
+		if len(f) < 7 || f[0] == "K" {
+			continue
+		}
+		rows++
+		if f[6] != "yes" {
+			t.Fatalf("greedy output not identical: %q", l)
+		}
+	}
+	if rows != 10 {
+		t.Fatalf("%d K rows, want 10 (K = 0..8 and auto):\n%s", rows, out)
+	}
+	_, errs, code = runCLI(t, append(base, "-t", "2")...)
+	if code != 2 || !strings.Contains(errs, "--threads 1 (got 2)") {
+		t.Fatalf("2 threads: exit %d, %s", code, errs)
+	}
+}
