@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host/engine"
-	"github.com/edgellm/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/native"
 	"github.com/edgellm/edgellm/internal/sample"
