@@ -198,9 +198,8 @@ func printSpecSweep(w io.Writer, spec native.DraftSpec, so benchSpecOptions, o b
 		fmt.Fprintf(w, "SYNTHETIC pair: layers ≥ %d, ε = %g, per-position agreement %g\n", so.SynthFrom, so.SynthEps, so.SynthAgree)
 	}
 	fmt.Fprintf(w, "CPU costs: one step %.2f ms; draft step c = %.3f; v(n) =", unit.Seconds()*1000, c)
-	for n, x := range v {
+	for _, x := range v {
 		fmt.Fprintf(w, " %.3f", x)
-		_ = n
 	}
 	fmt.Fprintln(w)
 	rate := func(rs []sweepRun) float64 {
