@@ -2,6 +2,7 @@ package host
 
 import (
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/native"
 )
 
@@ -12,7 +13,7 @@ import (
 const DefaultLayerLatencyEvery = 16
 
 // LayerLatency is one sampled step's per-layer timing (µs).
-type LayerLatency = native.LayerLatency
+type LayerLatency = engine.LayerLatency
 
 // LayerLatencySampler is implemented by sessions that measure each layer's
 // decode time live (the native engine).

@@ -215,3 +215,15 @@ type WeightSet struct {
 	BitsPerWeight float64
 	LayerBytes    int64 // bytes of all layers' tensors in the file
 }
+
+// LayerLatency is one sampled step's per-layer timing, as a session that
+// measures its layers reports it (the native engine's LastLayerLatency).
+type LayerLatency struct {
+	Step   int       // Decode count at the sample (1-based)
+	Tokens int       // tokens in the sampled batch
+	Layers []float64 // per-layer time, µs
+	// Embed and Head are the time before layer 0 (embedding lookup) and
+	// after the last layer (output norm and head), µs; Total is the whole
+	// graph compute measured around it.
+	Embed, Head, Total float64
+}

@@ -80,8 +80,11 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 	return &Session{e: e, cfg: cfg, ctx: ctx, batch: b}, nil
 }
 
-// Context returns the llama.cpp context (for perf counters and tests).
-func (s *Session) Context() *kernels.Context { return s.ctx }
+// StateBytes is the size of llama.cpp's serialized state of the session's
+// sequence (its KV cells as llama.cpp saves them): what the session's KV
+// holds measured by llama.cpp itself, next to KVBytesPerToken's computed row
+// sizes.
+func (s *Session) StateBytes() (int, error) { return s.ctx.StateSeqSize(0) }
 
 // Config returns the session's configuration (with defaults filled in).
 func (s *Session) Config() engine.SessionConfig { return s.cfg }

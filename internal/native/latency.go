@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -14,16 +15,9 @@ import (
 // graph's nodes are in layer order because build expands each layer's
 // output before the next layer.
 
-// LayerLatency is one sampled step's timing.
-type LayerLatency struct {
-	Step   int       // Decode count at the sample (1-based)
-	Tokens int       // tokens in the sampled batch
-	Layers []float64 // per-layer time, µs
-	// Embed and Head are the time before layer 0 (embedding lookup) and
-	// after the last layer (output norm and head), µs; Total is the whole
-	// graph compute measured around it.
-	Embed, Head, Total float64
-}
+// LayerLatency is one sampled step's timing (defined in host/engine, where
+// go doc shows its fields).
+type LayerLatency = engine.LayerLatency
 
 type layerLatency struct {
 	every int

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // ErrContext marks options that do not fit the model's context (the CLI
@@ -160,8 +159,9 @@ type CompareResult struct {
 // memory of one token across all layers.
 type kvBytesPerTokener interface{ KVBytesPerToken() int64 }
 
-// llamaContexter is implemented by llamacpp sessions.
-type llamaContexter interface{ Context() *kernels.Context }
+// stateSizer is the optional session method that reports the size of the
+// engine's serialized sequence state (llama.cpp's sessions have it).
+type stateSizer interface{ StateBytes() (int, error) }
 
 // side is one loaded engine and its results.
 type side struct {
@@ -232,10 +232,10 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		return err
 	}
 	defer sess.Close()
-	lc, isLlama := sess.(llamaContexter)
+	ss, hasState := sess.(stateSizer)
 	state0 := 0
-	if isLlama {
-		state0, _ = lc.Context().StateSeqSize(0)
+	if hasState {
+		state0, _ = ss.StateBytes()
 	}
 	st, err := host.Generate(ctx, sess, s.eng.Vocab(), s.prompt.Tokens,
 		host.GenerateOptions{NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true},
@@ -259,8 +259,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	if k, ok := sess.(kvBytesPerTokener); ok {
 		s.res.KVBytesPerToken = k.KVBytesPerToken()
 	}
-	if isLlama && sess.Len() > 0 {
-		if state1, err := lc.Context().StateSeqSize(0); err == nil && state1 > state0 {
+	if hasState && sess.Len() > 0 {
+		if state1, err := ss.StateBytes(); err == nil && state1 > state0 {
 			s.res.KVStateBytesPerToken = int64(state1-state0) / int64(sess.Len())
 		}
 	}
