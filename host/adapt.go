@@ -137,7 +137,7 @@ func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 		CadenceSteps: DefaultCadence, KVType: abi.ParseKVType(string(kv))}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
 	a.ctx = cfg.NCtx
-	EnableLayerLatency(sess)
+	enableLayerLatency(sess)
 	if ls, ok := sess.(LayerSetter); ok {
 		// The precision in force per layer, so a policy reading CurLayerBits
 		// (the throughput controller) starts from the truth.

@@ -26,10 +26,10 @@ type LayerLatencySampler interface {
 
 var _ LayerLatencySampler = (*native.Session)(nil)
 
-// EnableLayerLatency turns per-layer sampling on (every
+// enableLayerLatency turns per-layer sampling on (every
 // DefaultLayerLatencyEvery steps) when sess supports it; it reports whether
 // it does.
-func EnableLayerLatency(sess Session) bool {
+func enableLayerLatency(sess Session) bool {
 	ls, ok := sess.(LayerLatencySampler)
 	return ok && ls.SetLayerLatencyEvery(DefaultLayerLatencyEvery) == nil
 }

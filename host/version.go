@@ -5,12 +5,9 @@ import (
 	"github.com/edgellm/edgellm/kernels"
 )
 
-// Version returns the edgellm version (set at link time by the Makefile).
-func Version() string { return buildinfo.Version }
-
 // BuildInfo is what this binary was built from.
 type BuildInfo struct {
-	Version       string // edgellm's (Version)
+	Version       string // edgellm's, set at link time by the Makefile
 	LlamaCommit   string // the llama.cpp commit of the kernels
 	OllamaVersion string // the github.com/ollama/ollama module that vendors it
 	System        string // the CPU features ggml was built with (llama_print_system_info)

@@ -180,7 +180,7 @@ func runPolicyVerify(c *cmdEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--pub: %w", err)
 	}
-	b, err := policy.VerifyBundle(args[0], policy.VerifyOptions{Keys: td.Keys, Revoked: td.Revoked, Limits: policy.NewConfig().BundleLimits(), EngineVersion: host.Version()})
+	b, err := policy.VerifyBundle(args[0], policy.VerifyOptions{Keys: td.Keys, Revoked: td.Revoked, Limits: policy.NewConfig().BundleLimits(), EngineVersion: host.Build().Version})
 	if err != nil {
 		return err
 	}

@@ -17,10 +17,14 @@ type layerStats struct {
 
 // watchLayers turns per-layer sampling on for sess when it supports it.
 func (r *runStats) watchLayers(sess host.Session) {
-	if r == nil || !host.EnableLayerLatency(sess) {
+	if r == nil {
 		return
 	}
-	r.lat.src = sess.(host.LayerLatencySampler)
+	ls, ok := sess.(host.LayerLatencySampler)
+	if !ok || ls.SetLayerLatencyEvery(host.DefaultLayerLatencyEvery) != nil {
+		return
+	}
+	r.lat.src = ls
 	r.lat.ll.Layers = make([]float64, 0, 128)
 }
 
