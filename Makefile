@@ -72,7 +72,7 @@ test: build policies browser
 	$(GO) vet ./...
 	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) ./...
 
-# Headless Chromium for internal/serve's page test (Debian's package, 2-3 min
+# Headless Chromium for cmd/edgellm/internal/serve's page test (Debian's package, 2-3 min
 # to install here; EDGELLM_NO_BROWSER=1 skips the test instead).
 browser:
 	@command -v chromium >/dev/null || [ -n "$$EDGELLM_NO_BROWSER" ] || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)

@@ -8,8 +8,8 @@ import (
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/runargs"
 )
 
-// TestRunArgs: every argv internal/runargs builds for a child `edgellm run`
-// (internal/scenario) parses with run's own flag set into the options it
+// TestRunArgs: every argv cmd/edgellm/internal/runargs builds for a child `edgellm run`
+// (cmd/edgellm/internal/scenario) parses with run's own flag set into the options it
 // means, so the builder and run's flags cannot drift apart.
 func TestRunArgs(t *testing.T) {
 	r := runargs.Run{Tiers: []string{"a.gguf", "b.gguf"}, Engine: "llamacpp", NoMmap: true, StatsJSON: "s.jsonl", LogitsOut: "l.bin",

@@ -10,7 +10,7 @@ import (
 )
 
 // Machine-readable statistics of `edgellm run` (--stats-json FILE), in the
-// format of internal/runstats, read by `edgellm scenario run` while the
+// format of cmd/edgellm/internal/runstats, read by `edgellm scenario run` while the
 // child runs.
 
 func addRunStatsFlags(fs *pflag.FlagSet) {

@@ -2,7 +2,7 @@
 // the prompt and the tokens, so that the run's quality can be measured
 // offline against another model on the same tokens: the scenario runner
 // teacher-forces a policy's tokens through the highest tier and reports the
-// KL divergence (internal/scenario, quality.go).
+// KL divergence (cmd/edgellm/internal/scenario, quality.go).
 //
 // The file is little-endian:
 //

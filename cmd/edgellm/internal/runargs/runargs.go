@@ -1,5 +1,5 @@
 // Package runargs builds the command line of `edgellm run` for a program
-// that drives it as a child process (internal/scenario). The flag names are
+// that drives it as a child process (cmd/edgellm/internal/scenario). The flag names are
 // those cmd/edgellm's run registers; its TestRunArgs parses every argv this
 // package builds with run's own flag set, so the two cannot drift.
 package runargs

@@ -24,6 +24,6 @@
 // Run is not safe for concurrent use with the same output directory. Every
 // cgroup and process it creates is removed before it returns, also when its
 // context is cancelled (Ctrl-C); a runner killed with SIGKILL leaves a
-// cgroup that the next run sweeps (internal/pressure), and its children die
+// cgroup that the next run sweeps (cmd/edgellm/internal/pressure), and its children die
 // with it (PR_SET_PDEATHSIG).
 package scenario
