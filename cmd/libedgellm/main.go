@@ -1,38 +1,16 @@
 // Command libedgellm is the C API of edgellm, built as a shared library:
 //
-//	make lib    # lib/libedgellm.so and include/edgellm.h
+//	make lib    # lib/libedgellm.so; include/edgellm.h is the header
 //
-// include/edgellm.h is the contract (written by hand, not cgo's export
-// header): opaque handles with init/free pairs, a status code from every
-// call with a thread-local message, structs that carry their own size, and
-// generation that streams tokens through a C callback and can be cancelled
-// from another thread. Everything here is a thin layer over the host
-// package: load (host.Load), sessions, generation (host.Generate), a policy
-// with the app's pushed sensors (host.AttachPolicy, sensors.Platform).
-//
-// No Go pointer crosses into C: handles are numbers in a table (a freed or
-// forged one is an error, never a crash), token text is copied into a
-// C-allocated buffer, and the caller's user pointer is a C pointer that Go
-// only hands back.
+// The exported functions live in package internal/capi, not here: this
+// main package uses no cgo on purpose. When the main package of a
+// -buildmode=c-shared build uses cgo, the go command (1.26) wants cgo's
+// export header from every cgo package it depends on, finds none cached for
+// packages that export nothing (llama.cpp, ggml, runtime/cgo, net), and so
+// recompiles all of them on every build. With the exports in a non-main
+// package the build cache works and a rebuild is a link (docs/STATUS.md #17).
 package main
 
-/*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#define EDGELLM_NO_PROTOTYPES 1
-#include <stdlib.h>
-#include "edgellm.h"
-#include "capi.h"
-*/
-import "C"
-
-import (
-	"os"
-
-	"github.com/edgellm/edgellm/host"
-)
-
-// llama.cpp's and ggml's own messages: errors only, on the process's
-// stderr (an app that wants more reads edgellm_last_error).
-func init() { host.SetLog(os.Stderr, host.LogError) }
+import _ "github.com/edgellm/edgellm/cmd/libedgellm/internal/capi" // the //export functions
 
 func main() {}

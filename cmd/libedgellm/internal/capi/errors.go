@@ -1,7 +1,7 @@
-package main
+package capi
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo CFLAGS: -I${SRCDIR}/../../../../include
 #define EDGELLM_NO_PROTOTYPES 1
 #include <stdlib.h>
 #include <string.h>
