@@ -117,7 +117,9 @@ demo: build
 
 # The C API (include/edgellm.h, written by hand): lib/libedgellm.so for this
 # machine. TestCAPI (in make test) builds its own copy and runs a C program
-# against it; README "Embed in an app".
+# against it; README "Embed in an app". The build cache serves both: a
+# rebuild is a link (the exports live outside the main package, see
+# cmd/libedgellm/main.go); `make lib-arm64` is the linux/arm64 one.
 lib: cgo-check
 	$(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o lib/libedgellm.so ./cmd/libedgellm
 	rm -f lib/libedgellm.h  # cgo's generated header: include/edgellm.h is the contract
@@ -159,7 +161,7 @@ CROSS_ARM64_ENV  = GOOS=$(GOOS_ARM64) GOARCH=arm64 CGO_ENABLED=1 \
                    CC='$(CROSS_ARM64_CC)' CXX='$(CROSS_ARM64_CXX)' \
                    CGO_CFLAGS='-O3 -march=$(MARCH_ARM64)' CGO_CXXFLAGS='-O3 -march=$(MARCH_ARM64)'
 
-.PHONY: build-arm64 test-arm64 cross-arm64-check
+.PHONY: build-arm64 test-arm64 cross-arm64-check lib-arm64
 
 # One clear line when a cross compiler is missing, before any Go or C work.
 cross-arm64-check:
@@ -175,8 +177,22 @@ build-arm64: cross-arm64-check cgo-check
 	$(CROSS_ARM64_ENV) $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN_ARM64).tmp ./cmd/edgellm || { rm -f $(BIN_ARM64).tmp; exit 1; }
 	@mv $(BIN_ARM64).tmp $(BIN_ARM64)
 
+# The C API for linux/arm64: $(LIB_ARM64), built in a temporary directory and
+# moved into place (the library's soname is its file name, so the name is
+# final from the start; a failed build leaves nothing behind). The first build
+# compiles llama.cpp for arm64 once more, in -shared code (minutes on 2 cores).
+LIB_ARM64 ?= lib/$(GOOS_ARM64)-arm64/libedgellm.so
+lib-arm64: cross-arm64-check cgo-check
+	@rm -rf $(dir $(LIB_ARM64)).tmp && mkdir -p $(dir $(LIB_ARM64)).tmp
+	$(CROSS_ARM64_ENV) $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) ./cmd/libedgellm || { rm -rf $(dir $(LIB_ARM64)).tmp; exit 1; }
+	@mkdir -p $(dir $(LIB_ARM64)) && mv $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) $(LIB_ARM64) && rm -rf $(dir $(LIB_ARM64)).tmp
+
 # Smoke run of the arm64 binary under qemu-aarch64: version, the golden text on
 # both engines, a signed default-policy bundle, parity. Speeds printed under
-# emulation are not performance numbers.
-test-arm64: build-arm64 policies
+# emulation are not performance numbers. Then the C API test program
+# (cmd/libedgellm/testdata/capi_test.c), cross-compiled against $(LIB_ARM64)
+# and run under qemu (scripts/capi-arm64.sh; bundles signed by this machine's
+# $(BIN)).
+test-arm64: build-arm64 lib-arm64 build policies
 	MARCH_ARM64='$(MARCH_ARM64)' scripts/arm64-smoke.sh $(BIN_ARM64) $(SHARED) policies/default/default.wasm
+	CROSS_ARM64_CC='$(CROSS_ARM64_CC)' scripts/capi-arm64.sh $(LIB_ARM64) $(BIN) $(SHARED) policies/default/default.wasm
