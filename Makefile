@@ -166,7 +166,7 @@ CROSS_ARM64_ENV  = GOOS=$(GOOS_ARM64) GOARCH=arm64 CGO_ENABLED=1 \
 # One clear line when a cross compiler is missing, before any Go or C work.
 cross-arm64-check:
 	@for c in '$(CROSS_ARM64_CC)' '$(CROSS_ARM64_CXX)'; do \
-	  command -v "$${c%% *}" >/dev/null 2>&1 || { echo "build-arm64: cross compiler '$$c' not found (Debian: apt-get install gcc-aarch64-linux-gnu g++-aarch64-linux-gnu; or set CROSS_ARM64_CC/CROSS_ARM64_CXX)" >&2; exit 1; }; \
+	  command -v "$${c%% *}" >/dev/null 2>&1 || { echo "arm64 build: cross compiler '$$c' not found (Debian: apt-get install gcc-aarch64-linux-gnu g++-aarch64-linux-gnu; or set CROSS_ARM64_CC/CROSS_ARM64_CXX)" >&2; exit 1; }; \
 	done
 
 # The first cross build compiles llama.cpp for arm64 (minutes on 2 cores); the
