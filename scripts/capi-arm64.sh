@@ -5,7 +5,9 @@
 # compiler against include/edgellm.h and the library, then run on
 # stories260K with two signed revisions of the default policy, exactly as
 # TestCAPI runs it on this machine (golden text, misuse cases, threads,
-# cancellation, the trim push, a hot reload, 1,000 load/free cycles).
+# cancellation, the trim push, a hot reload, 1,000 load/free cycles). It runs
+# with "emulated": a policy call that misses the 5 ms decide deadline on the
+# emulated CPU is tolerated (reported) as long as the window still shrinks.
 #
 # usage: scripts/capi-arm64.sh LIBEDGELLM.so HOST_EDGELLM SHARED_DIR DEFAULT_POLICY.wasm
 #   HOST_EDGELLM is this machine's bin/edgellm: it makes the key and signs
@@ -64,7 +66,7 @@ echo "capi-arm64: $lib with $cc, run on $qemu -cpu $cpu"
 
 # A runaway emulation must not hold CI: at most 15 minutes.
 t0=$(date +%s)
-timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_test" "$model" "$work/rev1.tar.gz" "$work/rev2.tar.gz" "$work/key.pub" \
+timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_test" "$model" "$work/rev1.tar.gz" "$work/rev2.tar.gz" "$work/key.pub" emulated \
   >"$work/out" 2>&1
 code=$?
 secs=$(($(date +%s) - t0))
