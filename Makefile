@@ -90,8 +90,8 @@ bench: build policies
 
 # CPU contention scenario (testdata/scenarios/cpu-contention.yaml, issue
 # #13): default against static 2 threads with a pinned CPU hog from token 16
-# to 80. Seconds on a quiet machine; minutes on a loaded one (static's two
-# threads collapse), so it is not in make test.
+# to 80. 7-8 minutes on the loaded 2-core development machine (static's two
+# threads collapse; not timed on a quiet one), so it is not in make test.
 scenario-cpu: build policies
 	EDGELLM_SHARED=$(SHARED) EDGELLM_SCENARIO_CPU=1 $(GO) test -count=1 -v -run '^TestScenarioCPU$$' -timeout 30m ./cmd/edgellm
 

@@ -44,9 +44,9 @@ func userHZ() float64 {
 //     half a CPU; two get at most one CPU together, and need at least as
 //     much CPU per token: two threads can at best be twice as fast.
 //
-// It runs only with EDGELLM_SCENARIO_CPU=1 (`make scenario-cpu`): seconds on
-// a quiet machine, but static's two threads collapse on a loaded one (8 min
-// on the shared 2-core development machine, docs/BENCHMARKS.md).
+// It runs only with EDGELLM_SCENARIO_CPU=1 (`make scenario-cpu`): static's two
+// threads collapse on a loaded machine (7-8 min on the shared 2-core
+// development machine, docs/BENCHMARKS.md; not timed on a quiet one).
 func TestScenarioCPU(t *testing.T) {
 	if os.Getenv("EDGELLM_SCENARIO_CPU") != "1" {
 		t.Skip("EDGELLM_SCENARIO_CPU=1 runs it (make scenario-cpu)")
