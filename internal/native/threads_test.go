@@ -1,8 +1,10 @@
 package native
 
 import (
+	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +108,10 @@ func TestDecodeCPUBound(t *testing.T) {
 			if err != nil {
 				t.Skip(err)
 			}
+			p0, err := cputime.TasksPrecise()
+			if err != nil {
+				t.Skip(err)
+			}
 			t0, c0, steps := time.Now(), cputime.Process(), 0
 			for time.Since(t0) < minWall {
 				if s.Len() >= 500 {
@@ -120,7 +126,25 @@ func TestDecodeCPUBound(t *testing.T) {
 			}
 			wall, cpu := time.Since(t0), cputime.Process()-c0
 			k1, _ := cputime.Tasks()
+			p1, _ := cputime.TasksPrecise()
 			ratio := cpu.Seconds() / wall.Seconds()
+			// Attribution: the n busiest threads are the pool's; the rest
+			// is the Go runtime's (sysmon sleeps in nanosleep; idle Ms
+			// and GC workers in futex).
+			var rest time.Duration
+			var restDesc []string
+			for i, r := range cputime.Runs(p0, p1) {
+				if i >= n {
+					rest += r.CPU
+					if r.CPU > wall/1000 {
+						restDesc = append(restDesc, fmt.Sprintf("tid %d (%s) %.4f", r.TID, r.State, r.CPU.Seconds()/wall.Seconds()))
+					}
+				}
+			}
+			t.Logf("%d threads: CPU ÷ wall outside the %d busiest threads %.4f: %s", n, n, rest.Seconds()/wall.Seconds(), strings.Join(restDesc, ", "))
+			if rest.Seconds() > decodeCPUSlack*wall.Seconds() {
+				t.Errorf("threads other than the %d busiest used %.3f of the wall (> %.2f): %s", n, rest.Seconds()/wall.Seconds(), decodeCPUSlack, strings.Join(restDesc, ", "))
+			}
 			busy := cputime.Busy(k0, k1, wall, 0.1)
 			t.Logf("%d threads: %d steps in %v, process CPU %v, CPU/wall %.3f, threads busy > 10%% of wall: %d (of %d)",
 				n, steps, wall.Round(time.Millisecond), cpu.Round(time.Millisecond), ratio, busy, len(k1))

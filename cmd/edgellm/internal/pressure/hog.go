@@ -29,6 +29,9 @@ const (
 // false at once. A program that starts hogs dispatches it first thing in
 // main (cmd/edgellm's main.go), a test binary in TestMain.
 func HogMode() (code int, ok bool) {
+	if code, ok := cpuHogMode(); ok {
+		return code, true
+	}
 	v, ok := os.LookupEnv(hogEnv)
 	if !ok {
 		return 0, false

@@ -6,7 +6,11 @@
 // seed), a prompt, the policies to compare and the pressure: a cgroup
 // memory limit with background apps (memory hogs) that start at a time or
 // token, a CPU-quota schedule emulating thermal throttling with the
-// matching thermal status in the trace the policy reads, or both. Run executes each
+// matching thermal status in the trace the policy reads, or both; or CPU
+// contention (cpu.go): real CPU hogs, busy threads pinned to the engine's
+// CPUs, started and stopped at token positions, with the policy on live
+// CPU-load sensors and per-phase tok/s, threads and CPU per token in the
+// report. Run executes each
 // policy as a child process `edgellm run …` inside a fresh cgroup (so an
 // OOM kill hits the child, never the runner), samples its RSS/PSS and the
 // cgroup's usage, follows its per-token statistics (--stats-json) and

@@ -37,6 +37,11 @@ func (r *runner) runPolicy(ctx context.Context, p Policy, wasm string) (res Poli
 		tail: runstats.NewTail(e.statsPath), hogStarted: make([]bool, r.nHogs()), hogCtx: ctx,
 		gates: r.gatePositions(), gate: e.gateW}
 	defer m.close()
+	if c := r.s.CPU; c != nil {
+		if m.cpu, err = newCPUMon(c); err != nil {
+			return res, err
+		}
+	}
 	if e.cg != nil && r.s.Memory != nil {
 		m.openTierFiles()
 	}
@@ -86,7 +91,7 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	if e.stderr, err = os.Create(res.StderrFile); err != nil {
 		return err
 	}
-	if r.mode.real {
+	if r.mode.cgroup > 0 {
 		if e.cg, err = pressure.NewCgroup(s.Name + "-" + p.Name); err != nil {
 			return err
 		}
@@ -211,6 +216,7 @@ func (e *engineRun) collect(ctx context.Context, m *monitor, waitErr error) erro
 		return err
 	}
 	m.stopHogs()
+	m.stopCPUHogs()
 	if cg := e.cg; cg != nil {
 		if ev, err := cg.Events(); err == nil {
 			res.OOMKills = ev.OOMKill
@@ -220,6 +226,7 @@ func (e *engineRun) collect(ctx context.Context, m *monitor, waitErr error) erro
 		}
 	}
 	r.outcome(res, waitErr, m)
+	r.cpuPhases(res, m)
 	if e.client != nil {
 		res.Serve = e.client.stop()
 		res.QualityError = "not measured in serve mode (the server writes no --logits-out)"
@@ -271,6 +278,9 @@ func (r *runner) gatePositions() []int {
 				at = append(at, *st.AtToken)
 			}
 		}
+	}
+	if c := r.s.CPU; c != nil {
+		at = append(at, c.positions(r.s.N)[1:]...)
 	}
 	slices.Sort(at)
 	return slices.Compact(at)

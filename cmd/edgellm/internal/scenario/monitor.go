@@ -40,6 +40,8 @@ type monitor struct {
 	// pressure scheduled there is in place.
 	gates []int
 	gate  *os.File
+	cpu   *cpuMon // CPU hogs (cpu scenarios)
+	pid   int     // the engine
 }
 
 func (m *monitor) onStats(ev runstats.Event) {
@@ -66,6 +68,7 @@ func (m *monitor) onStats(ev runstats.Event) {
 
 // step runs once per sample period.
 func (m *monitor) step(pid int) error {
+	m.pid = pid
 	if err := m.tail.Poll(m.onStats); err != nil {
 		return err
 	}
@@ -92,6 +95,9 @@ func (m *monitor) step(pid int) error {
 	if err := m.applyThermal(); err != nil {
 		return err
 	}
+	if err := m.applyCPU(); err != nil {
+		return err
+	}
 	m.releaseGates()
 	return nil
 }
@@ -106,6 +112,7 @@ func (m *monitor) releaseGates() {
 	for len(m.gates) > 0 && m.tokens >= m.gates[0] {
 		at := m.gates[0]
 		m.gates = m.gates[1:]
+		m.cpuAtGate(at)
 		if _, err := m.gate.Write([]byte{1}); err == nil {
 			m.event(fmt.Sprintf("pressure for token %d in place: engine released", at))
 		}
@@ -224,6 +231,7 @@ func (m *monitor) stopHogs() {
 
 func (m *monitor) close() {
 	m.stopHogs()
+	m.stopCPUHogs()
 	m.tail.Close()
 	for _, f := range m.tierFiles {
 		f.Close()

@@ -39,6 +39,7 @@ func WriteTable(w io.Writer, r *Report) {
 			p.TierSwaps, p.PolicyFailures, p.OOMKills, p.MeanBitsPerWeight, kl, top1, p.PeakRSSMB, p.PeakPSSMB, cg)
 	}
 	tw.Flush()
+	writeCPUPhases(w, r)
 }
 
 // WriteReport writes report.json, one SVG per chart and policy, and

@@ -17,6 +17,7 @@ type Report struct {
 	Engine    string   `json:"engine"` // the spec's engine choice (auto, native, llamacpp)
 	Memory    *Memory  `json:"memory,omitempty"`
 	Thermal   *Thermal `json:"thermal,omitempty"`
+	CPU       *CPU     `json:"cpu,omitempty"`
 	// Sensors is what the policies read: live sensors or a thermal trace.
 	Sensors  string         `json:"sensors"`
 	Policies []PolicyResult `json:"policies"`
@@ -75,7 +76,9 @@ type PolicyResult struct {
 	PeakPSSMB    float64 `json:"peak_pss_mb"`
 	PeakCgroupMB float64 `json:"peak_cgroup_mb,omitempty"`
 
-	Hogs []HogOutcome `json:"hogs,omitempty"`
+	// CPUPhases are the stretches between CPU hog events (cpu scenarios).
+	CPUPhases []CPUPhase   `json:"cpu_phases,omitempty"`
+	Hogs      []HogOutcome `json:"hogs,omitempty"`
 	// Serve is the client's view when the scenario runs `edgellm serve`.
 	Serve    *ServeOutcome `json:"serve,omitempty"`
 	Events   []Event       `json:"events"`

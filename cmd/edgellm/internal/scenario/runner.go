@@ -61,6 +61,9 @@ func Run(ctx context.Context, s *Spec, o Options) (*Report, error) {
 	if o.OutDir == "" {
 		return nil, errors.New("scenario: no output directory")
 	}
+	if o.Simulate && s.CPU != nil {
+		return nil, errors.New("scenario: --simulate does not apply to cpu pressure (its hogs are always real processes)")
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -97,7 +100,7 @@ func Run(ctx context.Context, s *Spec, o Options) (*Report, error) {
 	mode := probe(s, o)
 	o.Logf("scenario %s: pressure %s", s.Name, mode.desc)
 	rep := &Report{Scenario: s.Name, File: s.File, Pressure: mode.desc, Simulated: !mode.real, Tiers: tiers,
-		Prompt: s.Prompt, N: s.N, Threads: s.Threads, Ctx: s.Ctx, Engine: s.Engine, Memory: s.Memory, Thermal: s.Thermal}
+		Prompt: s.Prompt, N: s.N, Threads: s.Threads, Ctx: s.Ctx, Engine: s.Engine, Memory: s.Memory, Thermal: s.Thermal, CPU: s.CPU}
 	r := &runner{s: s, o: o, mode: mode, tiers: tiers}
 	if r.sensors, err = r.sensorArgs(); err != nil {
 		return nil, err
@@ -127,6 +130,9 @@ func simNote(m pressureMode) string {
 // probe decides between real (cgroup) and simulated pressure by creating a
 // cgroup and writing the limits the scenario needs.
 func probe(s *Spec, o Options) pressureMode {
+	if s.CPU != nil {
+		return probeCPU(s)
+	}
 	if o.Simulate {
 		return pressureMode{desc: "SIMULATED (trace-only pressure: requested with --simulate)"}
 	}
@@ -175,6 +181,10 @@ type runner struct {
 // same token at which the runner changes the CPU quota.
 func (r *runner) sensorArgs() ([]string, error) {
 	s := r.s
+	if s.CPU != nil {
+		r.sensorsDesc = "live (CPU load: /proc/loadavg run queue, /proc/pressure/cpu, affinity ∩ cpuset; the engine's step times)"
+		return runargs.SensorFlags("live", 20*time.Millisecond, 0), nil
+	}
 	if s.Memory != nil && r.mode.real && s.Thermal == nil {
 		r.sensorsDesc = "live (the engine's own cgroup, /proc/meminfo; real pressure)"
 		return runargs.SensorFlags("live", 20*time.Millisecond, 0), nil

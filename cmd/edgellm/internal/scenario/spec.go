@@ -33,6 +33,7 @@ type Spec struct {
 	Memory   *Memory  `yaml:"memory"`
 	Thermal  *Thermal `yaml:"thermal"`
 	Serve    *Serve   `yaml:"serve"` // run the policies under `edgellm serve` (spec_serve.go)
+	CPU      *CPU     `yaml:"cpu"`
 
 	// Dir is the directory relative paths are resolved against.
 	Dir string `yaml:"-"`
@@ -195,8 +196,19 @@ func (s *Spec) validate() error {
 			return err
 		}
 	}
-	if s.Memory == nil && s.Thermal == nil {
-		return errors.New("no pressure: give memory or thermal")
+	if s.Memory == nil && s.Thermal == nil && s.CPU == nil {
+		return errors.New("no pressure: give memory, thermal or cpu")
+	}
+	if s.CPU != nil {
+		if s.Serve != nil {
+			return errors.New("cpu: not supported in serve mode yet")
+		}
+		if s.Memory != nil || s.Thermal != nil {
+			return errors.New("cpu: cannot be combined with memory or thermal pressure (the policy reads live CPU load; the others need their own sensors)")
+		}
+		if err := s.CPU.validate(s.N); err != nil {
+			return err
+		}
 	}
 	if m := s.Memory; m != nil {
 		if m.LimitMB < 16 || m.LimitMB > 1<<20 {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,18 @@ func TestParse(t *testing.T) {
 	}
 	if s.Threads != 1 || s.Ctx != 512 || len(s.Memory.Hogs) != 1 || s.Memory.Hog != nil || s.path("a.gguf") != "/x/a.gguf" {
 		t.Errorf("defaults/hog shorthand not applied: %+v %+v", s, s.Memory)
+	}
+}
+
+// A cpu section parses; its phase positions are its events and n-1.
+func TestParseCPU(t *testing.T) {
+	spec := strings.Replace(goodSpec, "memory: {limit_mb: 100, hog: {at_token: 4, mb: 10}}", "cpu: {hogs: [{at_token: 4, until_token: 20}, {at_token: 10, threads: 1}]}", 1)
+	s, err := Parse(strings.NewReader(spec), "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CPU.positions(s.N); !slices.Equal(got, []int{0, 4, 10, 20, 31}) {
+		t.Errorf("positions %v, want [0 4 10 20 31]", got)
 	}
 }
 
@@ -54,6 +67,12 @@ func TestParseErrors(t *testing.T) {
 		{"serve max_tokens 0", "serve: {max_tokens: 0}", "serve.max_tokens 0: want 1–32"},
 		{"serve max_tokens over n", "serve: {max_tokens: 33}", "serve.max_tokens 33"},
 		{"serve unknown key", "serve: {max_token: 3}", "field max_token not found"},
+		{"cpu with memory", "cpu: {hogs: [{at_token: 4}]}", "cannot be combined"},
+		{"cpu no hogs", "memory: null\ncpu: {hogs: []}", "cpu.hogs: empty"},
+		{"cpu hog no token", "memory: null\ncpu: {hogs: [{threads: 1}]}", "at_token is required"},
+		{"cpu hog after n", "memory: null\ncpu: {hogs: [{at_token: 32}]}", "at_token 32"},
+		{"cpu hog until before at", "memory: null\ncpu: {hogs: [{at_token: 8, until_token: 8}]}", "until_token 8"},
+		{"cpu hog threads", "memory: null\ncpu: {hogs: [{at_token: 8, threads: -1}]}", "threads -1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

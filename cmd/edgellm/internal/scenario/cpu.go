@@ -1,0 +1,116 @@
+package scenario
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+)
+
+// CPU is CPU contention: other apps that want the engine's cores. Each hog
+// is a real process (never simulated) with busy threads pinned round-robin
+// to the CPUs the runner (and so the engine) may use, started and stopped
+// at token positions through the token gate.
+type CPU struct {
+	Hogs []CPUHogSpec `yaml:"hogs"`
+}
+
+// CPUHogSpec is one CPU hog: Threads busy threads (0: one per allowed CPU)
+// from token AtToken until token UntilToken (absent: to the end).
+type CPUHogSpec struct {
+	AtToken    *int `yaml:"at_token"`
+	UntilToken *int `yaml:"until_token"`
+	Threads    int  `yaml:"threads"`
+}
+
+// CPUPhase is one stretch of a run between CPU events, tokens [From, To):
+// how fast it decoded, at which thread counts, and what it cost.
+type CPUPhase struct {
+	From int `json:"from"`
+	To   int `json:"to"`
+	// HogThreads is the number of busy hog threads during the phase.
+	HogThreads int `json:"hog_threads"`
+	// TPS is tokens per second between the phase's first and last token.
+	TPS float64 `json:"tps"`
+	// ThreadsMin, ThreadsMax and ThreadsLast are the engine's decode thread
+	// counts over the phase's tokens.
+	ThreadsMin  int `json:"threads_min"`
+	ThreadsMax  int `json:"threads_max"`
+	ThreadsLast int `json:"threads_last"`
+	// CPUPerTokenMs and CoresBusy are the engine process's CPU time (all
+	// threads, /proc/PID/stat, read while it waits at the token gate at each
+	// end) per token and over the phase's wall time; 0 when an end is not
+	// gated (the first phase starts with the model load).
+	CPUPerTokenMs float64 `json:"cpu_per_token_ms"`
+	CoresBusy     float64 `json:"cores_busy"`
+	// OthersMedian is the median over the runner's samples of the
+	// machine's runnable tasks (/proc/loadavg) minus the runner's own
+	// thread and the engine's decode threads: other load than this run's.
+	OthersMedian float64 `json:"others_median"`
+	// HogCPUMs is the CPU time the hogs used during the phase: proof they
+	// competed.
+	HogCPUMs float64 `json:"hog_cpu_ms"`
+}
+
+// validate checks the cpu section against n tokens.
+func (c *CPU) validate(n int) error {
+	if len(c.Hogs) == 0 {
+		return fmt.Errorf("cpu.hogs: empty")
+	}
+	for i := range c.Hogs {
+		h := &c.Hogs[i]
+		switch {
+		case h.AtToken == nil:
+			return fmt.Errorf("cpu.hogs[%d]: at_token is required (CPU load is tied to token positions)", i)
+		case *h.AtToken < 0 || *h.AtToken >= n:
+			return fmt.Errorf("cpu.hogs[%d].at_token %d: want 0–%d (n is %d)", i, *h.AtToken, n-1, n)
+		case h.UntilToken != nil && (*h.UntilToken <= *h.AtToken || *h.UntilToken >= n):
+			return fmt.Errorf("cpu.hogs[%d].until_token %d: want %d–%d (after at_token, before n)", i, *h.UntilToken, *h.AtToken+1, n-1)
+		case h.Threads < 0 || h.Threads > 1024:
+			return fmt.Errorf("cpu.hogs[%d].threads %d: want 0 (one per allowed CPU) to 1024", i, h.Threads)
+		}
+	}
+	return nil
+}
+
+// positions are the token positions where the CPU load changes, and n-1
+// (a gate there closes the last phase), ascending and unique.
+func (c *CPU) positions(n int) []int {
+	seen := map[int]bool{0: true, n - 1: true}
+	at := []int{0}
+	add := func(p int) {
+		if !seen[p] {
+			seen[p] = true
+			at = append(at, p)
+		}
+	}
+	for _, h := range c.Hogs {
+		add(*h.AtToken)
+		if h.UntilToken != nil {
+			add(*h.UntilToken)
+		}
+	}
+	at = append(at, n-1)
+	slices.Sort(at)
+	return at
+}
+
+// writeCPUPhases prints each policy's CPU phases (nothing without any).
+func writeCPUPhases(w io.Writer, r *Report) {
+	if r.CPU == nil {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "policy\ttokens\thog threads\ttok/s\tthreads min/max/last\tCPU ms/token\tcores busy\thog CPU ms\tother runnable (median)")
+	for _, p := range r.Policies {
+		for _, ph := range p.CPUPhases {
+			cpu, busy := "-", "-"
+			if ph.CPUPerTokenMs > 0 {
+				cpu, busy = fmt.Sprintf("%.2f", ph.CPUPerTokenMs), fmt.Sprintf("%.2f", ph.CoresBusy)
+			}
+			fmt.Fprintf(tw, "%s\t%d–%d\t%d\t%.1f\t%d/%d/%d\t%s\t%s\t%.0f\t%.0f\n", p.Name, ph.From, ph.To, ph.HogThreads, ph.TPS,
+				ph.ThreadsMin, ph.ThreadsMax, ph.ThreadsLast, cpu, busy, ph.HogCPUMs, ph.OthersMedian)
+		}
+	}
+	tw.Flush()
+}
