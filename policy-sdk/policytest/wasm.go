@@ -117,7 +117,8 @@ func RunWasm(t *testing.T, wasmPath string, cases []Case) {
 
 // limitsFor derives engine limits from the case: its Limits if set, else
 // Base's tiers and layers, every K up to policy.MaxSpecK, a 4096-token
-// window, every KV type, and enough threads for Start.
+// window, every KV type, and enough threads for Start and the case's
+// CPU readings.
 func limitsFor(c *Case) policy.Limits {
 	if c.Limits != nil {
 		return *c.Limits
@@ -128,7 +129,13 @@ func limitsFor(c *Case) policy.Limits {
 		l.NLayers = min(int(c.Base.LayerCount), abi.MaxLayers)
 	}
 	l.MaxWindow = 4096
-	l.MaxThreads = max(runtime.NumCPU(), int(c.Start.Threads), 1)
+	// Enough threads for Start and for every CPU count the case's readings
+	// report (SIMULATED readings must not be clamped by the CPUs this test
+	// process happens to have: under taskset -c 0, NumCPU is 1).
+	l.MaxThreads = max(runtime.NumCPU(), int(c.Start.Threads), int(c.Base.CPUAllowed), 1)
+	for i := range c.Steps {
+		l.MaxThreads = max(l.MaxThreads, int(c.Steps[i].CPUAllowed))
+	}
 	return l
 }
 
