@@ -9,7 +9,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -473,24 +472,9 @@ func assertQuotaBit(t *testing.T, p *scenario.PolicyResult) {
 	if p.CPUThrottled > 0 {
 		return
 	}
-	if psi, ok := cpuPressureAvg60(); ok && psi >= 50 {
+	if psi, ok := sharedtest.CPUPressure("avg60"); ok && psi >= 50 {
 		t.Logf("%s: not throttled in %d periods: the machine was contended (CPU pressure some avg60 %.0f%%), the quota did not need to bite", p.Name, p.CPUPeriods, psi)
 		return
 	}
 	t.Errorf("%s: the cgroup was never throttled in %d periods: the quota did not bite", p.Name, p.CPUPeriods)
-}
-
-// cpuPressureAvg60 reads "some avg60" of /proc/pressure/cpu.
-func cpuPressureAvg60() (float64, bool) {
-	b, err := os.ReadFile("/proc/pressure/cpu")
-	if err != nil {
-		return 0, false
-	}
-	for _, f := range strings.Fields(strings.SplitN(string(b), "\n", 2)[0]) {
-		if v, ok := strings.CutPrefix(f, "avg60="); ok {
-			x, err := strconv.ParseFloat(v, 64)
-			return x, err == nil
-		}
-	}
-	return 0, false
 }
