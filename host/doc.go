@@ -16,9 +16,9 @@
 //	a, err := host.AttachPolicy(ctx, eng, sess, host.PolicyOptions{
 //		Path: "policy.tar.gz", Config: &cfg, Sensors: "live", Session: sc})
 //	defer a.Close()
-//	st, err := host.Generate(ctx, sess, eng.Vocab(), prompt,
-//		host.GenerateOptions{NPredict: 128, Sampling: host.DefaultSampling(),
-//			StopAtEOG: true, BeforeStep: a.BeforeStep}, emit)
+//	st, err := host.Generate(ctx, sess, host.GenerateOptions{
+//		Vocab: eng.Vocab(), Prompt: prompt, Emit: emit, NPredict: 128,
+//		Sampling: host.DefaultSampling(), StopAtEOG: true, BeforeStep: a.BeforeStep})
 //	fmt.Println(st.DecodeTPS(), a.Stats().Changes)
 //
 // Load picks the engine: "native" (our own llama forward pass over weights

@@ -51,11 +51,12 @@ func ExampleGenerate() {
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
 	var out []int32
 	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1} // Temp 0: argmax
-	opts := host.GenerateOptions{NPredict: 20, Sampling: greedy, StopAtEOG: true}
-	st, err := host.Generate(context.Background(), sess, vocab, prompt, opts, func(tok int32) error {
-		out = append(out, tok)
-		return nil
-	})
+	st, err := host.Generate(context.Background(), sess, host.GenerateOptions{
+		Vocab: vocab, Prompt: prompt, NPredict: 20, Sampling: greedy, StopAtEOG: true,
+		Emit: func(tok int32) error {
+			out = append(out, tok)
+			return nil
+		}})
 	if err != nil {
 		panic(err)
 	}
@@ -97,10 +98,12 @@ func ExampleAttachPolicy() {
 	var out []int32
 	opts := host.GenerateOptions{NPredict: 20, Sampling: host.SamplingParams{TopP: 1, RepeatPenalty: 1}, BeforeStep: a.BeforeStep}
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
-	if _, err := host.Generate(context.Background(), sess, vocab, prompt, opts, func(tok int32) error {
+	opts.Vocab, opts.Prompt = vocab, prompt
+	opts.Emit = func(tok int32) error {
 		out = append(out, tok)
 		return nil
-	}); err != nil {
+	}
+	if _, err := host.Generate(context.Background(), sess, opts); err != nil {
 		panic(err)
 	}
 	st := a.Stats()
@@ -137,10 +140,12 @@ func ExampleTierSwapper() {
 		return err
 	}
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
-	if _, err := host.Generate(context.Background(), sess, vocab, prompt, opts, func(tok int32) error {
+	opts.Vocab, opts.Prompt = vocab, prompt
+	opts.Emit = func(tok int32) error {
 		out = append(out, tok)
 		return nil
-	}); err != nil {
+	}
+	if _, err := host.Generate(context.Background(), sess, opts); err != nil {
 		panic(err)
 	}
 	fmt.Println(strings.Join(swaps, ", "))

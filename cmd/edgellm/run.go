@@ -194,7 +194,8 @@ func runRun(c *cmdEnv, args []string) error {
 		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, o.sampling, eng.Vocab(), prompt, o.NPredict, out.emit))
 	}
 	out.stats.begin(len(prompt), adapter)
-	st, err := host.Generate(c.Ctx, sess, eng.Vocab(), prompt, gen, out.emit)
+	gen.Vocab, gen.Prompt, gen.Emit = eng.Vocab(), prompt, out.emit
+	st, err := host.Generate(c.Ctx, sess, gen)
 	if err = out.finish(st, err); err != nil {
 		return err
 	}
