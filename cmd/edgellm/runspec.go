@@ -2,13 +2,13 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/native"
 	"github.com/spf13/pflag"
 )
 
@@ -37,50 +37,28 @@ func parseSpecK(c *cmdEnv, v string) (int, bool, error) {
 	if err != nil || k < 0 {
 		return 0, false, usagef("--spec-k %q: want a number of draft tokens or auto", v)
 	}
-	if k > native.MaxSpecK {
-		c.Logf("--spec-k %d is above the maximum %d: using %d", k, native.MaxSpecK, native.MaxSpecK)
-		k = native.MaxSpecK
+	if k > host.MaxDraftK {
+		c.Logf("--spec-k %d is above the maximum %d: using %d", k, host.MaxDraftK, host.MaxDraftK)
+		k = host.MaxDraftK
 	}
 	return k, false, nil
 }
 
-// newSpeculator resolves --draft against the native session.
-func newSpeculator(c *cmdEnv, o specOptions, eng host.Engine, sess host.Session, sp host.SamplingParams) (*native.Speculator, func(), error) {
-	ne, ok1 := eng.(*native.Engine)
-	ns, ok2 := sess.(*native.Session)
-	if !ok1 || !ok2 {
-		return nil, nil, usagef("--draft needs the native engine (this model runs on %s)", eng.Name())
-	}
+// attachDraft resolves --draft against the session (host.AttachDraft);
+// with a policy, K is the policy's.
+func attachDraft(c *cmdEnv, o specOptions, adapter *host.Adapter, eng host.Engine, sess host.Session, sp host.SamplingParams) (*host.Draft, error) {
 	k, auto, err := parseSpecK(c, o.SpecK)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	spec, err := native.ParseDraftSpec(o.Draft)
-	if err != nil {
-		return nil, nil, usagef("--draft: %v", err)
+	d, err := host.AttachDraft(eng, sess, host.DraftOptions{Spec: o.Draft, K: k, Auto: auto, Sampling: sp, Policy: adapter})
+	switch {
+	case errors.Is(err, host.ErrDraftEngine):
+		return nil, usagef("--draft needs the native engine (this model runs on %s)", eng.Name())
+	case errors.Is(err, host.ErrDraftSpec):
+		return nil, usagef("--draft: %v", err)
 	}
-	var de *native.Engine
-	if spec.Kind == native.DraftModel {
-		if de, err = native.LoadDraft(spec.Path, ne); err != nil {
-			return nil, nil, err
-		}
-		spec.Eng = de
-	}
-	s, err := native.NewSpeculator(ns, spec, sp, k)
-	if err != nil {
-		if de != nil {
-			de.Close()
-		}
-		return nil, nil, err
-	}
-	s.SetAuto(auto)
-	cleanup := func() {
-		s.Close()
-		if de != nil {
-			de.Close()
-		}
-	}
-	return s, cleanup, nil
+	return d, err
 }
 
 // endLine ends the generated text with a newline, as a plain run does.
@@ -99,16 +77,12 @@ func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng ho
 	if swaps {
 		return usagef("--draft and --swap-at cannot be combined")
 	}
-	s, cleanup, err := newSpeculator(c, o, eng, sess, sp)
+	s, err := attachDraft(c, o, adapter, eng, sess, sp)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	if adapter != nil {
-		s.SetAuto(false) // K is the policy's
-		adapter.AttachSpeculation(s)
-	}
-	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.DraftKVBytes())
+	defer s.Close()
+	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.KVBytes())
 	t0 := time.Now()
 	tok, err := s.Start(prompt)
 	if err != nil {
