@@ -82,6 +82,10 @@ type ModelInfo struct {
 	ParamCount  int64
 	FileType    string // e.g. "Q4_0", "F32", "mostly Q8_0"
 	Description string // llama_model_desc or equivalent
+	// ChatTemplate is the model's tokenizer.chat_template ("" if none):
+	// the Jinja text host.ApplyChatTemplate matches against llama.cpp's
+	// built-in templates.
+	ChatTemplate string
 }
 
 // Vocab tokenizes and detokenizes.
