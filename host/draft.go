@@ -45,7 +45,7 @@ type DraftOptions struct {
 	Sampling SamplingParams
 	// Policy, if set, drives the Draft (ABI 1.1): K, p_min, draft threads
 	// and CPU masks are its decisions, and its speculation sensors are the
-	// Draft's measurements (Adapter.AttachSpeculation).
+	// Draft's measurements.
 	Policy *Adapter
 	// Clock, if set, measures draft and verify steps instead of wall time
 	// (e.g. the thread's CPU time at one thread).
@@ -135,7 +135,7 @@ func AttachDraft(eng Engine, sess Session, o DraftOptions) (*Draft, error) {
 	}
 	d.sp.SetAuto(o.Auto && o.Policy == nil)
 	if o.Policy != nil {
-		o.Policy.AttachSpeculation(d.sp)
+		o.Policy.attachSpeculation(d.sp)
 	}
 	return d, nil
 }

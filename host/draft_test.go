@@ -104,6 +104,20 @@ func TestAttachDraft(t *testing.T) {
 		})
 	}
 
+	// With a policy the Adapter drives the Draft: the decision in force
+	// starts at its K and the sensors are its measurements.
+	t.Run("policy", func(t *testing.T) {
+		a := &Adapter{eng: eng}
+		dr, err := AttachDraft(eng, newSession(t), DraftOptions{Spec: "skip:3", K: 3, Auto: true, Sampling: greedy, Policy: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dr.Close()
+		if a.spec == nil || a.cur.SpecK != 3 {
+			t.Fatalf("adapter: speculation attached %v, K %d (want 3)", a.spec != nil, a.cur.SpecK)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		lc, err := Load(target, LoadOptions{Engine: "llamacpp"})
 		if err != nil {

@@ -178,7 +178,7 @@ type Capabilities struct {
 	PerLayerWindow bool // each layer its own window
 	// Speculative is true when the engine can decode speculatively, with up
 	// to MaxSpeculativeK draft tokens a step, once a draft is attached (the
-	// native engine; host.Adapter.AttachSpeculation).
+	// native engine; host.AttachDraft).
 	Speculative     bool
 	MaxSpeculativeK int
 }
