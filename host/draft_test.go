@@ -104,6 +104,53 @@ func TestAttachDraft(t *testing.T) {
 		})
 	}
 
+	// Generate with a Draft: the same tokens, BeforeStep before every
+	// round, the decode figures from the rounds after the first.
+	t.Run("generate", func(t *testing.T) {
+		for _, spec := range []string{"skip:3", filepath.Join(d, "stories260K-first4layers.gguf")} {
+			sess := newSession(t)
+			dr, err := AttachDraft(eng, sess, DraftOptions{Spec: spec, K: 4, Sampling: greedy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dr.Close()
+			var got []int32
+			steps := 0
+			st, err := Generate(context.Background(), sess, GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Draft: dr, MeasureCPU: true,
+				Emit:       func(tok int32) error { got = append(got, tok); return nil },
+				BeforeStep: func(step int) error { steps++; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := firstDiff(got, want); i >= 0 {
+				t.Fatalf("%s: token %d differs from plain greedy generation", spec, i)
+			}
+			ds := dr.Stats()
+			if st.GeneratedTokens != n || st.PromptTokens != len(prompt) || steps != ds.Rounds+ds.PlainSteps ||
+				st.DecodeTokens <= 0 || st.DecodeTokens >= n || st.Decode <= 0 || st.DecodeCPU <= 0 {
+				t.Errorf("%s: stats %+v, %d BeforeStep calls, draft %+v", spec, st, steps, ds)
+			}
+		}
+		sess := newSession(t)
+		dr, err := AttachDraft(eng, sess, DraftOptions{Spec: "skip:3", K: 2, Sampling: greedy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dr.Close()
+		for name, o := range map[string]GenerateOptions{
+			"another session": {Vocab: vocab, Prompt: prompt, NPredict: 4, Draft: dr},
+			"OnLogits":        {Vocab: vocab, Prompt: prompt, NPredict: 4, Draft: dr, OnLogits: func(int, []float32) error { return nil }},
+		} {
+			s := sess
+			if name == "another session" {
+				s = newSession(t)
+			}
+			if _, err := Generate(context.Background(), s, o); err == nil {
+				t.Errorf("%s: no error", name)
+			}
+		}
+	})
+
 	// With a policy the Adapter drives the Draft: the decision in force
 	// starts at its K and the sensors are its measurements.
 	t.Run("policy", func(t *testing.T) {

@@ -50,8 +50,14 @@ type GenerateOptions struct {
 	// OnLogits, if set, sees the raw logits each generated token i is
 	// sampled from (before any sampler transform), e.g. to measure quality
 	// against another tier offline. The slice is reused: copy what you keep.
-	// An error stops generation.
+	// An error stops generation. Not with Draft.
 	OnLogits func(i int, logits []float32) error
+	// Draft, if set, generates with speculative decoding (AttachDraft on
+	// this session, which must not have decoded anything yet): the Draft's
+	// own sampler (DraftOptions.Sampling) replaces Sampling, BeforeStep runs
+	// before each round, and the Stats' decode figures count rounds after
+	// the first.
+	Draft *Draft
 }
 
 // Stats are the timings of one Generate call. Decode throughput is steady
@@ -135,6 +141,9 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 	}
 	if opts.NPredict < 0 {
 		return st, fmt.Errorf("negative token count %d", opts.NPredict)
+	}
+	if opts.Draft != nil {
+		return generateDraft(ctx, sess, opts, emit)
 	}
 	smp, err := sample.New(opts.Sampling, vocab.NVocab())
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/edgellm/edgellm/host"
 	"github.com/spf13/pflag"
@@ -70,61 +69,30 @@ func endLine(out *bufio.Writer, err error) error {
 	return err
 }
 
-// runSpec generates with speculative decoding and prints the acceptance,
-// mean accepted length and draft/verify time split at the end.
-func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, sp host.SamplingParams, vocab host.Vocab,
-	prompt []int32, nPredict int, emit func(int32) error) error {
+// runSpec generates with speculative decoding (host.Generate with a
+// Draft) and prints the acceptance, mean accepted length and draft/verify
+// time split at the end. gen carries run's prompt, output and step hook.
+func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, gen host.GenerateOptions) error {
 	if swaps {
 		return usagef("--draft and --swap-at cannot be combined")
 	}
-	s, err := attachDraft(c, o, adapter, eng, sess, sp)
+	if gen.OnLogits != nil {
+		return usagef("--draft and --logits-out cannot be combined: speculative rounds sample inside the draft")
+	}
+	s, err := attachDraft(c, o, adapter, eng, sess, gen.Sampling)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.KVBytes())
-	t0 := time.Now()
-	tok, err := s.Start(prompt)
+	gen.Draft = s
+	gs, err := host.Generate(c.Ctx, sess, gen)
 	if err != nil {
 		return err
 	}
-	prefill := time.Since(t0)
-	t1 := time.Now()
-	n, eog := 0, false
-	toks := []int32{tok}
-	for n < nPredict {
-		for _, t := range toks {
-			if vocab.IsEOG(t) {
-				eog = true
-				break
-			}
-			if err := emit(t); err != nil {
-				return err
-			}
-			if n++; n == nPredict {
-				break
-			}
-		}
-		if eog || n == nPredict {
-			break
-		}
-		if adapter != nil {
-			if err := adapter.BeforeStep(n); err != nil {
-				return err
-			}
-		}
-		if toks, err = s.Step(); err != nil {
-			return err
-		}
-	}
-	dec := time.Since(t1)
 	st := s.Stats()
-	note := ""
-	if eog {
-		note = "; stopped at end of generation"
-	}
-	c.Logf("\nprefill: %d tokens in %s; decode: %d tokens in %s (%.1f tok/s)%s",
-		len(prompt), ms(prefill), n, ms(dec), float64(n)/dec.Seconds(), note)
+	c.Logf("\nprefill: %d tokens in %s (%.1f tok/s); decode: %d tokens, %.1f tok/s steady state (first round excluded)%s",
+		gs.PromptTokens, ms(gs.Prefill), gs.PrefillTPS(), gs.GeneratedTokens, gs.DecodeTPS(), eogNote(gs))
 	total := st.DraftTime + st.VerifyTime
 	share := 0.0
 	if total > 0 {
