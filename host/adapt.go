@@ -72,7 +72,7 @@ type Adapter struct {
 	lastCall    time.Time
 
 	ctx  int         // the session's context length
-	spec Speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
+	spec speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
 
 	st PolicyStats
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/edgellm/edgellm/abi"
-	"github.com/edgellm/edgellm/internal/precision"
 )
 
 // The precision manifest and the throughput target reach the policy as ABI
@@ -19,9 +18,6 @@ type precisionSensors struct {
 	rank     [abi.MaxLayers]uint8
 	target   float32 // tok/s; 0 = none
 }
-
-// Manifest is a precision manifest (docs/PRECISION-MANIFEST.md).
-type Manifest = precision.Manifest
 
 // SetManifest makes every later policy call carry m's per-layer min/max
 // bits and sensitivity ranks. m must be for the adapter's model (its layer

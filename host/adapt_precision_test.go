@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/edgellm/edgellm/abi"
-	"github.com/edgellm/edgellm/internal/precision"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -23,9 +22,9 @@ func TestAdapterManifest(t *testing.T) {
 	if s.Has(abi.PresentManifest) || s.Has(abi.PresentTokTarget) {
 		t.Fatal("present without a manifest or target")
 	}
-	m := &precision.Manifest{}
+	m := &Manifest{}
 	for i := range 5 {
-		m.Layers = append(m.Layers, precision.Layer{Layer: i, MinBits: 4 + i%2, MaxBits: 8, SensRank: 4 - i})
+		m.Layers = append(m.Layers, ManifestLayer{MinBits: 4 + i%2, MaxBits: 8, SensRank: 4 - i})
 	}
 	if err := a.SetManifest(m); err != nil {
 		t.Fatal(err)
@@ -36,7 +35,7 @@ func TestAdapterManifest(t *testing.T) {
 		s.LayerMinBits[1] != 5 || s.LayerMaxBits[4] != 8 || s.LayerSensRank[0] != 4 || s.LayerSensRank[5] != 0 {
 		t.Fatalf("sensors: min %v max %v rank %v target %v", s.LayerMinBits[:6], s.LayerMaxBits[:6], s.LayerSensRank[:6], s.TokPerSecTarget)
 	}
-	if err := a.SetManifest(&precision.Manifest{Layers: m.Layers[:4]}); err == nil {
+	if err := a.SetManifest(&Manifest{Layers: m.Layers[:4]}); err == nil {
 		t.Fatal("a 4-layer manifest was accepted for a 5-layer model")
 	}
 }

@@ -14,8 +14,9 @@ import (
 // DraftThreads/DraftCPUMask and VerifyCPUMask to it. Without an attached
 // Speculator, K stays 0 and SpecKMax reads 0.
 
-// Speculation is what the adapter drives (*native.Speculator).
-type Speculation interface {
+// speculation is what the adapter drives (*native.Speculator, attached by
+// AttachDraft with DraftOptions.Policy).
+type speculation interface {
 	SetK(k int) int
 	K() int
 	SetPMin(p float32)
@@ -25,11 +26,11 @@ type Speculation interface {
 	SetMeasure(on bool)
 }
 
-var _ Speculation = (*native.Speculator)(nil)
+var _ speculation = (*native.Speculator)(nil)
 
-// AttachSpeculation makes the adapter drive sp: the decision in force
+// attachSpeculation makes the adapter drive sp: the decision in force
 // starts at sp's K.
-func (a *Adapter) AttachSpeculation(sp Speculation) {
+func (a *Adapter) attachSpeculation(sp speculation) {
 	a.spec = sp
 	sp.SetMeasure(true) // the policy needs the costs measured
 	a.cur.SpecK = int32(sp.K())

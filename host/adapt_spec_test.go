@@ -43,7 +43,7 @@ func TestAdapterSpec(t *testing.T) {
 	f.ss.KMax, f.ss.HaveAccept, f.ss.HaveCost = 8, true, true
 	f.ss.AcceptByPos[0], f.ss.AcceptByPos[1], f.ss.MeanAccepted = 0.9, 0.8, 1.7
 	f.ss.DraftCost, f.ss.VerifyCost[0], f.ss.VerifyCost[3] = 0.2, 1, 1.3
-	a.AttachSpeculation(f)
+	a.attachSpeculation(f)
 	if !f.measuring || a.cur.SpecK != 3 {
 		t.Fatalf("attach: measuring %v, K %d", f.measuring, a.cur.SpecK)
 	}

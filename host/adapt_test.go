@@ -39,7 +39,8 @@ func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *liveSensor
 		a = newAdapter(rt, live, eng, sess, SessionConfig{NCtx: n + 8, Threads: 1, KVType: KVF16}, testWriter{tb})
 		opts.BeforeStep = a.BeforeStep
 	}
-	st, err := Generate(context.Background(), sess, eng.Vocab(), []int32{eng.Vocab().BOS()}, opts, func(int32) error { return nil })
+	opts.Vocab, opts.Prompt = eng.Vocab(), []int32{eng.Vocab().BOS()}
+	st, err := Generate(context.Background(), sess, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,8 +26,8 @@ func TestErrContextFull(t *testing.T) {
 			for i := range prompt {
 				prompt[i] = int32(1 + i)
 			}
-			_, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
-				GenerateOptions{NPredict: tc.predict, Sampling: greedy}, func(int32) error { return nil })
+			_, err = Generate(context.Background(), sess,
+				GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: tc.predict, Sampling: greedy})
 			sess.Close()
 			if !errors.Is(err, ErrContextFull) {
 				t.Errorf("%s overruns the context: err = %v, want ErrContextFull", tc.name, err)

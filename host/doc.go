@@ -16,9 +16,9 @@
 //	a, err := host.AttachPolicy(ctx, eng, sess, host.PolicyOptions{
 //		Path: "policy.tar.gz", Config: &cfg, Sensors: "live", Session: sc})
 //	defer a.Close()
-//	st, err := host.Generate(ctx, sess, eng.Vocab(), prompt,
-//		host.GenerateOptions{NPredict: 128, Sampling: host.DefaultSampling(),
-//			StopAtEOG: true, BeforeStep: a.BeforeStep}, emit)
+//	st, err := host.Generate(ctx, sess, host.GenerateOptions{
+//		Vocab: eng.Vocab(), Prompt: prompt, Emit: emit, NPredict: 128,
+//		Sampling: host.DefaultSampling(), StopAtEOG: true, BeforeStep: a.BeforeStep})
 //	fmt.Println(st.DecodeTPS(), a.Stats().Changes)
 //
 // Load picks the engine: "native" (our own llama forward pass over weights
@@ -30,6 +30,18 @@
 // decoding is what it implements: TierSwapper, ThreadSetter, WindowSetter,
 // LayerWindowSetter, LayerSetter; Engine.Capabilities says the same for the
 // engine.
+//
+// AttachDraft attaches speculative decoding to a native-engine session (a
+// draft of the model's first layers, a lower-precision weight set, prompt
+// lookup or a smaller model): Generate with GenerateOptions.Draft then
+// drafts K tokens a round and verifies them in one batch, with the same
+// output distribution (identical greedy text). With DraftOptions.Policy the
+// policy chooses K from the Draft's measured acceptance and costs.
+//
+// LoadManifest reads a model's precision manifest (per-layer bit bounds and
+// sensitivity ranks, from `edgellm calibrate`) for Adapter.SetManifest.
+// ModelInfo.ChatTemplate and ApplyChatTemplate turn chat turns into a
+// prompt with the model's own template, where llama.cpp recognises it.
 //
 // AttachPolicy does, in one call, what a policy needs: it builds the sensor
 // source (NewSensorSource: "live", "trace:FILE" replaying SIMULATED
@@ -56,7 +68,8 @@
 //
 // # Concurrency and ownership
 //
-// An Engine, its Sessions and an Adapter are used by one goroutine at a
-// time. Close Adapters, then Sessions, then the Engine. SetLog is
+// An Engine, its Sessions, a Draft and an Adapter are used by one
+// goroutine at a time. Close Drafts and Adapters, then Sessions, then the
+// Engine. SetLog is
 // process-wide.
 package host

@@ -51,11 +51,12 @@ func ExampleGenerate() {
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
 	var out []int32
 	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1} // Temp 0: argmax
-	opts := host.GenerateOptions{NPredict: 20, Sampling: greedy, StopAtEOG: true}
-	st, err := host.Generate(context.Background(), sess, vocab, prompt, opts, func(tok int32) error {
-		out = append(out, tok)
-		return nil
-	})
+	st, err := host.Generate(context.Background(), sess, host.GenerateOptions{
+		Vocab: vocab, Prompt: prompt, NPredict: 20, Sampling: greedy, StopAtEOG: true,
+		Emit: func(tok int32) error {
+			out = append(out, tok)
+			return nil
+		}})
 	if err != nil {
 		panic(err)
 	}
@@ -97,10 +98,12 @@ func ExampleAttachPolicy() {
 	var out []int32
 	opts := host.GenerateOptions{NPredict: 20, Sampling: host.SamplingParams{TopP: 1, RepeatPenalty: 1}, BeforeStep: a.BeforeStep}
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
-	if _, err := host.Generate(context.Background(), sess, vocab, prompt, opts, func(tok int32) error {
+	opts.Vocab, opts.Prompt = vocab, prompt
+	opts.Emit = func(tok int32) error {
 		out = append(out, tok)
 		return nil
-	}); err != nil {
+	}
+	if _, err := host.Generate(context.Background(), sess, opts); err != nil {
 		panic(err)
 	}
 	st := a.Stats()
@@ -137,10 +140,12 @@ func ExampleTierSwapper() {
 		return err
 	}
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
-	if _, err := host.Generate(context.Background(), sess, vocab, prompt, opts, func(tok int32) error {
+	opts.Vocab, opts.Prompt = vocab, prompt
+	opts.Emit = func(tok int32) error {
 		out = append(out, tok)
 		return nil
-	}); err != nil {
+	}
+	if _, err := host.Generate(context.Background(), sess, opts); err != nil {
 		panic(err)
 	}
 	fmt.Println(strings.Join(swaps, ", "))
@@ -148,4 +153,42 @@ func ExampleTierSwapper() {
 	// Output:
 	// 0→1 at token 10
 	// , there was a little girl named Lily. She loved to play outsid
+}
+
+// Generate with speculative decoding: the model's first 3 layers draft 4
+// tokens a round and the whole model verifies them in one batch. Greedy
+// output is the model's own (the same text as ExampleGenerate).
+func ExampleAttachDraft() {
+	eng, err := host.Load(model("stories260K.gguf"), host.LoadOptions{Engine: "native"})
+	if err != nil {
+		panic(err)
+	}
+	defer eng.Close()
+	sess, err := eng.NewSession(host.SessionConfig{NCtx: 128, Threads: 1})
+	if err != nil {
+		panic(err)
+	}
+	defer sess.Close()
+	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1}
+	draft, err := host.AttachDraft(eng, sess, host.DraftOptions{Spec: "skip:3", K: 4, Sampling: greedy})
+	if err != nil {
+		panic(err)
+	}
+	defer draft.Close() // before the session
+
+	vocab := eng.Vocab()
+	prompt, _ := vocab.Tokenize("Once upon a time", true)
+	var out []int32
+	st, err := host.Generate(context.Background(), sess, host.GenerateOptions{
+		Vocab: vocab, Prompt: prompt, NPredict: 20, StopAtEOG: true, Draft: draft,
+		Emit: func(tok int32) error {
+			out = append(out, tok)
+			return nil
+		}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("draft %s, %d tokens:%s\n", draft, st.GeneratedTokens, text(vocab, out))
+	// Output:
+	// draft skip:3, 20 tokens:, there was a little girl named Lily. She loved to play outsid
 }

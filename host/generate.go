@@ -19,8 +19,19 @@ type SamplingParams = engine.SamplingParams
 // DefaultSampling returns llama.cpp's default sampling parameters.
 func DefaultSampling() SamplingParams { return engine.DefaultSampling() }
 
-// GenerateOptions configures Generate.
+// GenerateOptions is one Generate request: what to condition on, how many
+// tokens to generate, how to sample them and where they go.
 type GenerateOptions struct {
+	// Vocab is the session's engine's vocabulary (Engine.Vocab): its size
+	// sizes the sampler, its end-of-generation tokens stop generation.
+	// Required.
+	Vocab Vocab
+	// Prompt is prefilled into the session before generation (non-empty:
+	// start from BOS).
+	Prompt []int32
+	// Emit receives each generated token in order; nil discards them. An
+	// error stops generation.
+	Emit func(tok int32) error
 	// NPredict is the number of tokens to generate.
 	NPredict int
 	// Sampling selects the sampler.
@@ -39,8 +50,14 @@ type GenerateOptions struct {
 	// OnLogits, if set, sees the raw logits each generated token i is
 	// sampled from (before any sampler transform), e.g. to measure quality
 	// against another tier offline. The slice is reused: copy what you keep.
-	// An error stops generation.
+	// An error stops generation. Not with Draft.
 	OnLogits func(i int, logits []float32) error
+	// Draft, if set, generates with speculative decoding (AttachDraft on
+	// this session, which must not have decoded anything yet): the Draft's
+	// own sampler (DraftOptions.Sampling) replaces Sampling, BeforeStep runs
+	// before each round, and the Stats' decode figures count rounds after
+	// the first.
+	Draft *Draft
 }
 
 // Stats are the timings of one Generate call. Decode throughput is steady
@@ -106,17 +123,27 @@ func tps(n int, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// Generate prefills prompt into s and generates up to opts.NPredict tokens,
-// calling emit for each. BeforeStep may change the session's engine state
-// between steps (a tier swap keeps the same Session value). Nothing is
-// allocated per token.
-func Generate(ctx context.Context, sess Session, vocab Vocab, prompt []int32, opts GenerateOptions, emit func(tok int32) error) (Stats, error) {
+// Generate prefills opts.Prompt into sess and generates up to
+// opts.NPredict tokens, passing each to opts.Emit. BeforeStep may change the
+// session's engine state between steps (a tier swap keeps the same Session
+// value). Nothing is allocated per token.
+func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, error) {
 	var st Stats
+	vocab, prompt, emit := opts.Vocab, opts.Prompt, opts.Emit
+	if vocab == nil {
+		return st, errors.New("GenerateOptions.Vocab is nil: pass the engine's Vocab")
+	}
+	if emit == nil {
+		emit = func(int32) error { return nil }
+	}
 	if len(prompt) == 0 {
 		return st, errors.New("empty prompt: nothing to condition on (start from BOS)")
 	}
 	if opts.NPredict < 0 {
 		return st, fmt.Errorf("negative token count %d", opts.NPredict)
+	}
+	if opts.Draft != nil {
+		return generateDraft(ctx, sess, opts, emit)
 	}
 	smp, err := sample.New(opts.Sampling, vocab.NVocab())
 	if err != nil {

@@ -23,8 +23,8 @@ func TestGenerateCPUTime(t *testing.T) {
 		for i := range prompt {
 			prompt[i] = int32(1 + i*7%500)
 		}
-		st, err := Generate(context.Background(), sess, eng.Vocab(), prompt,
-			GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true}, func(int32) error { return nil })
+		st, err := Generate(context.Background(), sess,
+			GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,8 +55,8 @@ func TestGenerateCPUTime(t *testing.T) {
 		}
 		// Without MeasureCPU no thread CPU time is read (no system calls
 		// per step).
-		st, err = Generate(context.Background(), sess, eng.Vocab(), prompt,
-			GenerateOptions{NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}}, func(int32) error { return nil })
+		st, err = Generate(context.Background(), sess,
+			GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

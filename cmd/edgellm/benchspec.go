@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
-	"github.com/edgellm/edgellm/host/engine"
-	"github.com/edgellm/edgellm/internal/native"
-	"github.com/edgellm/edgellm/internal/sample"
+	"github.com/edgellm/edgellm/host"
 	"github.com/spf13/pflag"
 )
 
@@ -47,10 +45,10 @@ type specSide struct {
 	kvBytes  int64
 	draftKV  int64
 	toks     []int32
-	st       native.SpecStats
-	ss       native.SpecSensors
-	times    native.StepTimes
+	st       host.DraftStats
+	times    host.DraftStepTimes
 	k        int
+	spec     string // the draft's canonical spec
 }
 
 func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, text []byte) error {
@@ -58,24 +56,14 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 	if err != nil {
 		return err
 	}
-	spec, err := native.ParseDraftSpec(so.Spec)
-	if err != nil {
-		return usagef("--spec: %v", err)
-	}
 	threads := o.Threads
-	eng, err := native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets,
-		SynthScaleFrom: so.SynthFrom, SynthEps: so.SynthEps, SynthAgree: so.SynthAgree})
+	eng, err := loadSpecModel(path, so, threads)
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	if spec.Kind == native.DraftModel {
-		de, err := native.LoadDraft(spec.Path, eng)
-		if err != nil {
-			return err
-		}
-		defer de.Close()
-		spec.Eng = de
+	if err := checkSpecDraft(eng, so, o.Ctx); err != nil {
+		return err
 	}
 	p, err := bench.MakePrompt(eng.Vocab(), string(text), benchText, o.NPrompt)
 	if err != nil {
@@ -87,26 +75,24 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 	}
 	defer mem.Close()
 	if so.Sweep {
-		return runSpecSweep(c, eng, spec, p.Tokens, o, so)
+		return runSpecSweep(c, eng, p.Tokens, o, so)
 	}
 	if so.SynthEps != 0 {
 		c.Logf("SYNTHETIC: output projections of layers ≥ %d scaled by ε = %g", so.SynthFrom, so.SynthEps)
 	}
-	greedy := sample.Params{TopP: 1, RepeatPenalty: 1}
-	one := func(d native.DraftSpec, k int, auto bool) (specSide, error) {
+	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1}
+	one := func(spec string, k int, auto bool) (specSide, error) {
 		var r specSide
-		s, err := eng.NewSession(engine.SessionConfig{NCtx: o.Ctx, Threads: threads})
+		s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: threads})
 		if err != nil {
 			return r, err
 		}
 		defer s.Close()
-		ns := s.(*native.Session)
-		sp, err := native.NewSpeculator(ns, d, greedy, k)
+		sp, err := attachBenchDraft(eng, s, host.DraftOptions{Spec: spec, K: k, Auto: auto, Sampling: greedy})
 		if err != nil {
 			return r, err
 		}
 		defer sp.Close()
-		sp.SetAuto(auto)
 		tok, err := sp.Start(p.Tokens)
 		if err != nil {
 			return r, err
@@ -127,53 +113,53 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		r.toks = r.toks[:o.NPredict]
 		r.tps = float64(o.NPredict-1) / dt.Seconds()
 		r.rss, r.pss = mem.Now()
-		r.kvBytes, r.draftKV = ns.KV().Bytes(), sp.DraftKVBytes()
-		r.st, r.ss, r.k, r.times = sp.Stats(), sp.Sensors(), sp.K(), sp.StepTimes()
+		r.kvBytes, r.draftKV = sp.ArenaBytes(), sp.KVBytes()
+		r.st, r.k, r.times, r.spec = sp.Stats(), sp.K(), sp.StepTimes(), sp.String()
 		return r, nil
 	}
 	var plain, specs []specSide
 	for i := range max(1, o.Repeats) {
-		a, err := one(native.DraftSpec{Kind: native.DraftNgram}, 0, false)
+		a, err := one("ngram", 0, false) // K = 0: plain steps through the same loop
 		if err != nil {
 			return err
 		}
-		b, err := one(spec, k, auto)
+		b, err := one(so.Spec, k, auto)
 		if err != nil {
 			return err
 		}
 		c.Logf("repeat %d: plain %.1f tok/s, speculative %.1f tok/s", i+1, a.tps, b.tps)
 		plain, specs = append(plain, a), append(specs, b)
 	}
-	printSpecBench(c.Stdout, so, spec, plain, specs, o)
+	printSpecBench(c.Stdout, so, plain, specs, o)
 	return verifyCurve(c, eng, p.Tokens, o)
 }
 
 // verifyCurve measures v(n): the median time of a target batch of n = 1..9
 // tokens (logits on every row, as a verify pass) at the prompt's context,
 // divided by the median single-token step; 3 repeats per n, interleaved.
-func verifyCurve(c *cmdEnv, eng *native.Engine, prompt []int32, o benchOptions) error {
-	s, err := eng.NewSession(engine.SessionConfig{NCtx: o.Ctx, Threads: o.Threads})
+func verifyCurve(c *cmdEnv, eng host.Engine, prompt []int32, o benchOptions) error {
+	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads})
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := s.Decode(prompt, engine.LogitsLast); err != nil {
+	if err := s.Decode(prompt, host.LogitsLast); err != nil {
 		return err
 	}
 	n0 := s.Len()
-	batch := make([]int32, native.MaxSpecK+1)
+	batch := make([]int32, host.MaxDraftK+1)
 	for i := range batch {
 		batch[i] = prompt[(i+1)%len(prompt)]
 	}
 	const reps = 3
-	var times [native.MaxSpecK + 1][]float64
+	var times [host.MaxDraftK + 1][]float64
 	for range reps {
-		for n := 1; n <= native.MaxSpecK+1; n++ {
+		for n := 1; n <= host.MaxDraftK+1; n++ {
 			if err := c.Ctx.Err(); err != nil {
 				return err
 			}
 			t0 := time.Now()
-			if err := s.Decode(batch[:n], engine.LogitsAll); err != nil {
+			if err := s.Decode(batch[:n], host.LogitsAll); err != nil {
 				return err
 			}
 			times[n-1] = append(times[n-1], time.Since(t0).Seconds())
@@ -199,12 +185,12 @@ func medianTPS(xs []specSide) float64 {
 	return bench.Median(v)
 }
 
-func printSpecBench(w io.Writer, so benchSpecOptions, spec native.DraftSpec, plain, specs []specSide, o benchOptions) {
+func printSpecBench(w io.Writer, so benchSpecOptions, plain, specs []specSide, o benchOptions) {
 	a, b := plain[len(plain)-1], specs[len(specs)-1]
 	pt, st := medianTPS(plain), medianTPS(specs)
 	same := firstDiff32(a.toks, b.toks)
 	fmt.Fprintf(w, "draft %s, K %s (in force at the end: %d), %d threads, %d generated tokens, %d repeats (medians)\n",
-		spec, so.SpecK, b.k, o.Threads, o.NPredict, len(specs))
+		b.spec, so.SpecK, b.k, o.Threads, o.NPredict, len(specs))
 	if so.SynthEps != 0 {
 		fmt.Fprintf(w, "SYNTHETIC pair: layers ≥ %d output projections × ε = %g\n", so.SynthFrom, so.SynthEps)
 	}

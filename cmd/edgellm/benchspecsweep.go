@@ -7,10 +7,8 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
-	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
-	"github.com/edgellm/edgellm/internal/native"
-	"github.com/edgellm/edgellm/internal/sample"
 )
 
 // `edgellm bench --spec SPEC --spec-sweep`: tokens per thread-CPU second
@@ -25,8 +23,9 @@ import (
 type sweepRun struct {
 	cpu  time.Duration // thread CPU time of the Step loop
 	toks []int32
-	st   native.SpecStats
-	k    int // K in force at the end (auto: the last choice)
+	st   host.DraftStats
+	k    int    // K in force at the end (auto: the last choice)
+	spec string // the draft's canonical spec
 }
 
 // alpha is the per-token acceptance: accepted ÷ checked draft positions
@@ -48,20 +47,19 @@ func (r sweepRun) rate(n int) float64 { return float64(n-1) / r.cpu.Seconds() }
 
 // sweepGen generates o.NPredict tokens greedily with K = k (auto: the
 // Speculator's own choice), measuring with the thread CPU clock.
-func sweepGen(eng *native.Engine, spec native.DraftSpec, prompt []int32, o benchOptions, k int, auto bool) (sweepRun, error) {
+func sweepGen(eng host.Engine, spec string, prompt []int32, o benchOptions, k int, auto bool) (sweepRun, error) {
 	var r sweepRun
-	s, err := eng.NewSession(engine.SessionConfig{NCtx: o.Ctx, Threads: 1})
+	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1})
 	if err != nil {
 		return r, err
 	}
 	defer s.Close()
-	sp, err := native.NewSpeculator(s.(*native.Session), spec, sample.Params{TopP: 1, RepeatPenalty: 1}, k)
+	sp, err := attachBenchDraft(eng, s, host.DraftOptions{Spec: spec, K: k, Auto: auto,
+		Sampling: host.SamplingParams{TopP: 1, RepeatPenalty: 1}, Clock: cputime.Thread})
 	if err != nil {
 		return r, err
 	}
 	defer sp.Close()
-	sp.SetClock(cputime.Thread)
-	sp.SetAuto(auto)
 	tok, err := sp.Start(prompt)
 	if err != nil {
 		return r, err
@@ -77,7 +75,7 @@ func sweepGen(eng *native.Engine, spec native.DraftSpec, prompt []int32, o bench
 	}
 	r.cpu = cputime.Thread() - c0
 	r.toks = r.toks[:o.NPredict]
-	r.st, r.k = sp.Stats(), sp.K()
+	r.st, r.k, r.spec = sp.Stats(), sp.K(), sp.String()
 	return r, nil
 }
 
@@ -86,26 +84,26 @@ func sweepGen(eng *native.Engine, spec native.DraftSpec, prompt []int32, o bench
 // divided by n = 1's; reps repeats, interleaved, after one warm-up pass
 // (first-touch page faults of the mapped weights count as CPU time). It also returns n = 1's
 // median time, the unit of c.
-func verifyCurveCPU(eng *native.Engine, prompt []int32, o benchOptions, reps int) ([native.MaxSpecK + 1]float64, time.Duration, error) {
-	var v [native.MaxSpecK + 1]float64
-	s, err := eng.NewSession(engine.SessionConfig{NCtx: o.Ctx, Threads: 1})
+func verifyCurveCPU(eng host.Engine, prompt []int32, o benchOptions, reps int) ([host.MaxDraftK + 1]float64, time.Duration, error) {
+	var v [host.MaxDraftK + 1]float64
+	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1})
 	if err != nil {
 		return v, 0, err
 	}
 	defer s.Close()
-	if err := s.Decode(prompt, engine.LogitsLast); err != nil {
+	if err := s.Decode(prompt, host.LogitsLast); err != nil {
 		return v, 0, err
 	}
 	n0 := s.Len()
-	batch := make([]int32, native.MaxSpecK+1)
+	batch := make([]int32, host.MaxDraftK+1)
 	for i := range batch {
 		batch[i] = prompt[(i+1)%len(prompt)]
 	}
-	var times [native.MaxSpecK + 1][]float64
+	var times [host.MaxDraftK + 1][]float64
 	for rep := range reps + 1 { // the first pass warms pages and graphs, not kept
-		for n := 1; n <= native.MaxSpecK+1; n++ {
+		for n := 1; n <= host.MaxDraftK+1; n++ {
 			c0 := cputime.Thread()
-			if err := s.Decode(batch[:n], engine.LogitsAll); err != nil {
+			if err := s.Decode(batch[:n], host.LogitsAll); err != nil {
 				return v, 0, err
 			}
 			if rep > 0 {
@@ -125,7 +123,7 @@ func verifyCurveCPU(eng *native.Engine, prompt []int32, o benchOptions, reps int
 
 // analyticRate is (1 − α^(K+1)) / ((1 − α)(K·c + v(K+1))) in units of the
 // plain rate.
-func analyticRate(alpha float64, k int, c float64, v [native.MaxSpecK + 1]float64) float64 {
+func analyticRate(alpha float64, k int, c float64, v [host.MaxDraftK + 1]float64) float64 {
 	if k == 0 {
 		return 1
 	}
@@ -138,7 +136,7 @@ func analyticRate(alpha float64, k int, c float64, v [native.MaxSpecK + 1]float6
 
 // runSpecSweep runs the sweep: per repeat, K = 0..8 then auto; the rate of
 // each is the median over repeats, the CPU costs are pooled over all runs.
-func runSpecSweep(c *cmdEnv, eng *native.Engine, spec native.DraftSpec, prompt []int32, o benchOptions, so benchSpecOptions) error {
+func runSpecSweep(c *cmdEnv, eng host.Engine, prompt []int32, o benchOptions, so benchSpecOptions) error {
 	if o.Threads != 1 {
 		return usagef("--spec-sweep measures the decoding thread's CPU time: it needs --threads 1 (got %d)", o.Threads)
 	}
@@ -149,7 +147,7 @@ func runSpecSweep(c *cmdEnv, eng *native.Engine, spec native.DraftSpec, prompt [
 	if err != nil {
 		return err
 	}
-	const nK = native.MaxSpecK + 2 // K = 0..8 and auto (last)
+	const nK = host.MaxDraftK + 2 // K = 0..8 and auto (last)
 	runs := make([][]sweepRun, nK)
 	for rep := range reps {
 		for i := range nK {
@@ -160,7 +158,7 @@ func runSpecSweep(c *cmdEnv, eng *native.Engine, spec native.DraftSpec, prompt [
 			if auto {
 				k = 0
 			}
-			r, err := sweepGen(eng, spec, prompt, o, k, auto)
+			r, err := sweepGen(eng, so.Spec, prompt, o, k, auto)
 			if err != nil {
 				return err
 			}
@@ -168,17 +166,17 @@ func runSpecSweep(c *cmdEnv, eng *native.Engine, spec native.DraftSpec, prompt [
 			runs[i] = append(runs[i], r)
 		}
 	}
-	return printSpecSweep(c.Stdout, spec, so, o, runs, v, unit)
+	return printSpecSweep(c.Stdout, runs[0][0].spec, so, o, runs, v, unit)
 }
 
 func sweepK(i int) string {
-	if i == native.MaxSpecK+1 {
+	if i == host.MaxDraftK+1 {
 		return "auto"
 	}
 	return fmt.Sprint(i)
 }
 
-func printSpecSweep(w io.Writer, spec native.DraftSpec, so benchSpecOptions, o benchOptions, runs [][]sweepRun, v [native.MaxSpecK + 1]float64, unit time.Duration) error {
+func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOptions, runs [][]sweepRun, v [host.MaxDraftK + 1]float64, unit time.Duration) error {
 	// c: draft CPU time per draft step, pooled over every run, ÷ one step.
 	var dt time.Duration
 	var ds int

@@ -6,8 +6,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/precision"
 )
 
 // The precision manifest for `edgellm run` (docs/PRECISION-MANIFEST.md):
@@ -34,7 +32,7 @@ type manifestOptions struct {
 }
 
 // applyManifest hands the manifest and the throughput target to the policy.
-func (o manifestOptions) applyManifest(a *host.Adapter, m *precision.Manifest) error {
+func (o manifestOptions) applyManifest(a *host.Adapter, m *host.Manifest) error {
 	if o.TokTarget < 0 {
 		return usagef("--tok-target %g: want ≥ 0", o.TokTarget)
 	}
@@ -45,37 +43,25 @@ func (o manifestOptions) applyManifest(a *host.Adapter, m *precision.Manifest) e
 	return a.SetManifest(m)
 }
 
-// loadManifest loads and checks the manifest for the model at path (nil,
-// nil when there is none). path "" (a tier ladder) checks against nothing
-// and refuses --manifest.
-func (o manifestOptions) loadManifest(c *cmdEnv, path string) (*precision.Manifest, error) {
+// loadManifest loads and checks the manifest for the model at path
+// (host.LoadManifest; nil, nil when there is none). path "" (a tier
+// ladder) checks against nothing and refuses --manifest.
+func (o manifestOptions) loadManifest(c *cmdEnv, path string) (*host.Manifest, error) {
 	if path == "" {
 		if o.Manifest != "" {
 			return nil, usagef("--manifest needs -m MODEL (with --layer-sets), not a tier ladder")
 		}
 		return nil, nil
 	}
-	f, err := gguf.Open(path)
-	if err != nil {
+	m, err := host.LoadManifest(path, o.Manifest)
+	if err != nil || m == nil {
+		if err != nil && o.Manifest != "" {
+			err = fmt.Errorf("--manifest: %w", err)
+		}
 		return nil, err
 	}
-	n, err := f.GetUint(f.Arch() + ".block_count")
-	if err != nil {
-		return nil, err
-	}
-	var m *precision.Manifest
 	src := o.Manifest
-	if o.Manifest != "" {
-		if m, err = precision.Load(o.Manifest); err != nil {
-			return nil, fmt.Errorf("--manifest: %w", err)
-		}
-		if err := m.Check(precision.Digest(f), int(n)); err != nil {
-			return nil, fmt.Errorf("--manifest %s: %w", o.Manifest, err)
-		}
-	} else {
-		if m, err = precision.FromGGUF(f, int(n)); err != nil || m == nil {
-			return nil, err
-		}
+	if src == "" {
 		src = path + " (embedded)"
 	}
 	c.Logf("precision manifest %s: %s", src, describeManifest(m))
@@ -83,7 +69,7 @@ func (o manifestOptions) loadManifest(c *cmdEnv, path string) (*precision.Manife
 }
 
 // describeManifest is one line: min bits and sensitivity rank per layer.
-func describeManifest(m *precision.Manifest) string {
+func describeManifest(m *host.Manifest) string {
 	mins, ranks := "", ""
 	for i, l := range m.Layers {
 		if i > 0 {
@@ -93,5 +79,5 @@ func describeManifest(m *precision.Manifest) string {
 		mins += fmt.Sprint(l.MinBits)
 		ranks += fmt.Sprint(l.SensRank)
 	}
-	return fmt.Sprintf("%d layers, min bits [%s], sensitivity rank [%s], rule %s", len(m.Layers), mins, ranks, m.Calibration.Rule)
+	return fmt.Sprintf("%d layers, min bits [%s], sensitivity rank [%s], rule %s", len(m.Layers), mins, ranks, m.Rule)
 }

@@ -190,11 +190,12 @@ func runRun(c *cmdEnv, args []string) error {
 		}
 	}
 	out.started = true
+	gen.Vocab, gen.Prompt, gen.Emit = eng.Vocab(), prompt, out.emit
 	if o.Draft != "" {
-		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, o.sampling, eng.Vocab(), prompt, o.NPredict, out.emit))
+		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, gen))
 	}
 	out.stats.begin(len(prompt), adapter)
-	st, err := host.Generate(c.Ctx, sess, eng.Vocab(), prompt, gen, out.emit)
+	st, err := host.Generate(c.Ctx, sess, gen)
 	if err = out.finish(st, err); err != nil {
 		return err
 	}

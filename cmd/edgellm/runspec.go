@@ -2,13 +2,12 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/native"
 	"github.com/spf13/pflag"
 )
 
@@ -37,50 +36,28 @@ func parseSpecK(c *cmdEnv, v string) (int, bool, error) {
 	if err != nil || k < 0 {
 		return 0, false, usagef("--spec-k %q: want a number of draft tokens or auto", v)
 	}
-	if k > native.MaxSpecK {
-		c.Logf("--spec-k %d is above the maximum %d: using %d", k, native.MaxSpecK, native.MaxSpecK)
-		k = native.MaxSpecK
+	if k > host.MaxDraftK {
+		c.Logf("--spec-k %d is above the maximum %d: using %d", k, host.MaxDraftK, host.MaxDraftK)
+		k = host.MaxDraftK
 	}
 	return k, false, nil
 }
 
-// newSpeculator resolves --draft against the native session.
-func newSpeculator(c *cmdEnv, o specOptions, eng host.Engine, sess host.Session, sp host.SamplingParams) (*native.Speculator, func(), error) {
-	ne, ok1 := eng.(*native.Engine)
-	ns, ok2 := sess.(*native.Session)
-	if !ok1 || !ok2 {
-		return nil, nil, usagef("--draft needs the native engine (this model runs on %s)", eng.Name())
-	}
+// attachDraft resolves --draft against the session (host.AttachDraft);
+// with a policy, K is the policy's.
+func attachDraft(c *cmdEnv, o specOptions, adapter *host.Adapter, eng host.Engine, sess host.Session, sp host.SamplingParams) (*host.Draft, error) {
 	k, auto, err := parseSpecK(c, o.SpecK)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	spec, err := native.ParseDraftSpec(o.Draft)
-	if err != nil {
-		return nil, nil, usagef("--draft: %v", err)
+	d, err := host.AttachDraft(eng, sess, host.DraftOptions{Spec: o.Draft, K: k, Auto: auto, Sampling: sp, Policy: adapter})
+	switch {
+	case errors.Is(err, host.ErrDraftEngine):
+		return nil, usagef("--draft needs the native engine (this model runs on %s)", eng.Name())
+	case errors.Is(err, host.ErrDraftSpec):
+		return nil, usagef("--draft: %v", err)
 	}
-	var de *native.Engine
-	if spec.Kind == native.DraftModel {
-		if de, err = native.LoadDraft(spec.Path, ne); err != nil {
-			return nil, nil, err
-		}
-		spec.Eng = de
-	}
-	s, err := native.NewSpeculator(ns, spec, sp, k)
-	if err != nil {
-		if de != nil {
-			de.Close()
-		}
-		return nil, nil, err
-	}
-	s.SetAuto(auto)
-	cleanup := func() {
-		s.Close()
-		if de != nil {
-			de.Close()
-		}
-	}
-	return s, cleanup, nil
+	return d, err
 }
 
 // endLine ends the generated text with a newline, as a plain run does.
@@ -92,65 +69,30 @@ func endLine(out *bufio.Writer, err error) error {
 	return err
 }
 
-// runSpec generates with speculative decoding and prints the acceptance,
-// mean accepted length and draft/verify time split at the end.
-func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, sp host.SamplingParams, vocab host.Vocab,
-	prompt []int32, nPredict int, emit func(int32) error) error {
+// runSpec generates with speculative decoding (host.Generate with a
+// Draft) and prints the acceptance, mean accepted length and draft/verify
+// time split at the end. gen carries run's prompt, output and step hook.
+func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, gen host.GenerateOptions) error {
 	if swaps {
 		return usagef("--draft and --swap-at cannot be combined")
 	}
-	s, cleanup, err := newSpeculator(c, o, eng, sess, sp)
+	if gen.OnLogits != nil {
+		return usagef("--draft and --logits-out cannot be combined: speculative rounds sample inside the draft")
+	}
+	s, err := attachDraft(c, o, adapter, eng, sess, gen.Sampling)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	if adapter != nil {
-		s.SetAuto(false) // K is the policy's
-		adapter.AttachSpeculation(s)
-	}
-	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.DraftKVBytes())
-	t0 := time.Now()
-	tok, err := s.Start(prompt)
+	defer s.Close()
+	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.KVBytes())
+	gen.Draft = s
+	gs, err := host.Generate(c.Ctx, sess, gen)
 	if err != nil {
 		return err
 	}
-	prefill := time.Since(t0)
-	t1 := time.Now()
-	n, eog := 0, false
-	toks := []int32{tok}
-	for n < nPredict {
-		for _, t := range toks {
-			if vocab.IsEOG(t) {
-				eog = true
-				break
-			}
-			if err := emit(t); err != nil {
-				return err
-			}
-			if n++; n == nPredict {
-				break
-			}
-		}
-		if eog || n == nPredict {
-			break
-		}
-		if adapter != nil {
-			if err := adapter.BeforeStep(n); err != nil {
-				return err
-			}
-		}
-		if toks, err = s.Step(); err != nil {
-			return err
-		}
-	}
-	dec := time.Since(t1)
 	st := s.Stats()
-	note := ""
-	if eog {
-		note = "; stopped at end of generation"
-	}
-	c.Logf("\nprefill: %d tokens in %s; decode: %d tokens in %s (%.1f tok/s)%s",
-		len(prompt), ms(prefill), n, ms(dec), float64(n)/dec.Seconds(), note)
+	c.Logf("\nprefill: %d tokens in %s (%.1f tok/s); decode: %d tokens, %.1f tok/s steady state (first round excluded)%s",
+		gs.PromptTokens, ms(gs.Prefill), gs.PrefillTPS(), gs.GeneratedTokens, gs.DecodeTPS(), eogNote(gs))
 	total := st.DraftTime + st.VerifyTime
 	share := 0.0
 	if total > 0 {

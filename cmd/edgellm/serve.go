@@ -12,7 +12,6 @@ import (
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/serve"
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/spf13/pflag"
 )
 
@@ -121,7 +120,7 @@ func runServe(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	tmpl := chatTemplateOf(modelPath)
+	tmpl := eng.Info().ChatTemplate
 	cfg := serve.Config{
 		ModelID: modelID(modelPath), ChatTemplate: tmpl, Queue: o.Queue, RequestTimeout: o.RequestTimeout,
 		MaxBodyBytes: o.MaxBody, DefaultMaxTokens: o.DefaultMaxTokens, APIKey: o.APIKey, CORSOrigin: o.CORSOrigin,
@@ -177,16 +176,6 @@ func listenAndServe(c *cmdEnv, o serveOptions, srv *serve.Server, hasTmpl bool) 
 		err = nil
 	}
 	return err
-}
-
-// chatTemplateOf reads tokenizer.chat_template from the model's metadata.
-func chatTemplateOf(path string) string {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return ""
-	}
-	s, _ := f.GetString("tokenizer.chat_template")
-	return s
 }
 
 // modelID is the model's file name without .gguf.

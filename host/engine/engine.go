@@ -82,6 +82,10 @@ type ModelInfo struct {
 	ParamCount  int64
 	FileType    string // e.g. "Q4_0", "F32", "mostly Q8_0"
 	Description string // llama_model_desc or equivalent
+	// ChatTemplate is the model's tokenizer.chat_template ("" if none):
+	// the Jinja text host.ApplyChatTemplate matches against llama.cpp's
+	// built-in templates.
+	ChatTemplate string
 }
 
 // Vocab tokenizes and detokenizes.
@@ -174,7 +178,7 @@ type Capabilities struct {
 	PerLayerWindow bool // each layer its own window
 	// Speculative is true when the engine can decode speculatively, with up
 	// to MaxSpeculativeK draft tokens a step, once a draft is attached (the
-	// native engine; host.Adapter.AttachSpeculation).
+	// native engine; host.AttachDraft).
 	Speculative     bool
 	MaxSpeculativeK int
 }

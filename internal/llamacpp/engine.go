@@ -73,6 +73,7 @@ func (e *Engine) setModel(m *kernels.Model) {
 	if ff, ok := m.Meta(m.Arch() + ".feed_forward_length"); ok {
 		fmt.Sscan(ff, &e.info.NFF)
 	}
+	e.info.ChatTemplate, _ = m.Meta("tokenizer.chat_template")
 }
 
 // Name returns "llamacpp".

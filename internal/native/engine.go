@@ -170,6 +170,7 @@ func (e *Engine) Weights() *Weights { return e.w }
 func (e *Engine) Info() engine.ModelInfo {
 	c := &e.w.Config
 	name, _ := e.w.File.GetString("general.name")
+	tmpl, _ := e.w.File.GetString("tokenizer.chat_template")
 	ft := "unknown"
 	if e.w.Layers[0].Wq.Type().Valid() {
 		ft = e.w.Layers[0].Wq.Type().String()
@@ -177,7 +178,7 @@ func (e *Engine) Info() engine.ModelInfo {
 	return engine.ModelInfo{Path: e.w.Path, Arch: c.Arch, Name: name, NVocab: c.NVocab, NCtxTrain: c.NCtxTrain,
 		NEmbd: c.NEmbd, NLayer: c.NLayer, NHead: c.NHead, NHeadKV: c.NHeadKV, NFF: c.NFF,
 		FileBytes: e.w.Size(), ParamCount: e.w.File.ParamCount(), FileType: ft,
-		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft)}
+		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl}
 }
 
 // Vocab is llama.cpp's tokenizer for the model (nil with Options.NoVocab).

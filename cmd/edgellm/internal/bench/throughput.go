@@ -237,9 +237,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	if hasState {
 		state0, _ = ss.StateBytes()
 	}
-	st, err := host.Generate(ctx, sess, s.eng.Vocab(), s.prompt.Tokens,
-		host.GenerateOptions{NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true},
-		func(int32) error { return nil })
+	st, err := host.Generate(ctx, sess, host.GenerateOptions{Vocab: s.eng.Vocab(), Prompt: s.prompt.Tokens,
+		NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package serve
 import (
 	"strings"
 
-	"github.com/edgellm/edgellm/kernels"
+	"github.com/edgellm/edgellm/host"
 )
 
 // PlainTemplate is the name of the template used for models without a
@@ -31,11 +31,11 @@ func NewChatFormatter(tmpl string) *ChatFormatter {
 // model's own template formatted it, PlainTemplate otherwise.
 func (f *ChatFormatter) Format(msgs []Message) (prompt, name string) {
 	if f.tmpl != "" {
-		km := make([]kernels.ChatMessage, len(msgs))
+		hm := make([]host.ChatMessage, len(msgs))
 		for i, m := range msgs {
-			km[i] = kernels.ChatMessage{Role: m.Role, Content: m.Content}
+			hm[i] = host.ChatMessage{Role: m.Role, Content: m.Content}
 		}
-		if p, err := kernels.ApplyChatTemplate(f.tmpl, km, true); err == nil {
+		if p, err := host.ApplyChatTemplate(f.tmpl, hm, true); err == nil {
 			return p, "model"
 		}
 	}

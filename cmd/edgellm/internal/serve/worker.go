@@ -142,7 +142,8 @@ func (w *worker) do(j *job) jobResult {
 		}
 		return err
 	}
-	st, err := host.Generate(j.ctx, w.sess, w.vocab, j.prompt[keep:], gen, emit)
+	gen.Vocab, gen.Prompt, gen.Emit = w.vocab, j.prompt[keep:], emit
+	st, err := host.Generate(j.ctx, w.sess, gen)
 	res.stats, res.err = st, err
 	if errors.Is(err, errStopSequence) {
 		res.err = nil

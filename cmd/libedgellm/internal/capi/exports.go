@@ -258,7 +258,8 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 		}
 		return nil
 	}
-	st, err := host.Generate(ctx, s.sess, vocab, prompt, opts, emit)
+	opts.Vocab, opts.Prompt, opts.Emit = vocab, prompt, emit
+	st, err := host.Generate(ctx, s.sess, opts)
 	s.mu.Lock()
 	s.last = st
 	s.mu.Unlock()
