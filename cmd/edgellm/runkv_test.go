@@ -44,6 +44,11 @@ func TestRunKVPolicy(t *testing.T) {
 			}
 			var got []string
 			last := -1
+			for _, line := range strings.Split(errs, "\n") {
+				if strings.Contains(line, "KV ") && strings.HasPrefix(line, "[policy step ") {
+					t.Log(line)
+				}
+			}
 			for _, m := range kvMoveRE.FindAllStringSubmatch(errs, -1) {
 				step, _ := strconv.Atoi(m[1])
 				move := m[2] + "→" + m[3]
