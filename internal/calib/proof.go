@@ -114,8 +114,11 @@ func RunProof(eng *native.Engine, m *precision.Manifest, tokens []int32, o Proof
 				return 0, err
 			}
 			sc, err := cr.Score(cref)
+			if err != nil {
+				return 0, err
+			}
 			measured[key] = sc.KL
-			return sc.KL, err
+			return sc.KL, nil
 		}
 		swap = func(b float64) ([]int, error) { return Refine(m, b, measure) }
 		p.Allocator = AllocSwap
