@@ -104,6 +104,9 @@ bench-precision: build
 	./$(BIN) calibrate $(DERIVED)-f32.gguf --sets $(DERIVED)-Q8_0.gguf,$(DERIVED)-Q5_0.gguf,$(DERIVED)-Q4_0.gguf \
 		--text $(SHARED)/text/stories.txt --eval --threads 1 -o docs/bench/stories260K-ff192.manifest.json \
 		--plot docs/bench/precision-proof.svg --eval-json docs/bench/precision-proof.json
+	./$(BIN) calibrate $(DERIVED)-f32.gguf --sets $(DERIVED)-Q8_0.gguf,$(DERIVED)-Q5_0.gguf,$(DERIVED)-Q4_0.gguf \
+		--text $(SHARED)/text/stories.txt --eval --alloc swap --threads 1 -o docs/bench/stories260K-ff192.manifest.json \
+		--plot docs/bench/precision-proof-swap.svg --eval-json docs/bench/precision-proof-swap.json
 
 
 # Long tests (README "make soak"): synthesizes a llama2-7b Q4_0 (3.6 GiB)

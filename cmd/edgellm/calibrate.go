@@ -33,6 +33,7 @@ func init() {
 			fs.Bool("eval", false, "proof mode: split the text at the paragraph break nearest its middle, calibrate on the first half and compare calibrated, uniform and random assignments on the second (table on stdout)")
 			fs.String("plot", "", "with --eval: write the KL-against-bits plot (SVG) here")
 			fs.String("eval-json", "", "with --eval: write the proof's numbers (JSON) here")
+			fs.String("alloc", calib.AllocAdditive, "with --eval: how (a) is chosen: additive (least sum of the manifest's per-layer KLs, exact), swap (additive's choice or a neighbour of it, one layer moved or two swapped a set up and down, by KL measured on the first half with every layer in place) or path (a greedy demotion path measured on the first half); measured ones also report additive's")
 			fs.String("embed", "", "also write a copy of BASE with the manifest in its GGUF metadata (key "+precision.MetadataKey+") to this path")
 		},
 		Run: runCalibrate,
@@ -50,6 +51,7 @@ type calibrateOptions struct {
 	Eval       bool     `koanf:"eval"`
 	Plot       string   `koanf:"plot"`
 	EvalJSON   string   `koanf:"eval-json"`
+	Alloc      string   `koanf:"alloc"`
 	Embed      string   `koanf:"embed"`
 }
 
@@ -70,8 +72,10 @@ func runCalibrate(c *cmdEnv, args []string) error {
 		return usagef("--output (-o): required")
 	case o.ClampSigma <= 0:
 		return usagef("--clamp-sigma %g: want > 0", o.ClampSigma)
-	case (o.Plot != "" || o.EvalJSON != "") && !o.Eval:
-		return usagef("--plot and --eval-json need --eval")
+	case (o.Plot != "" || o.EvalJSON != "" || (o.Alloc != "" && o.Alloc != calib.AllocAdditive)) && !o.Eval:
+		return usagef("--plot, --eval-json and --alloc need --eval")
+	case o.Alloc != "" && o.Alloc != calib.AllocAdditive && o.Alloc != calib.AllocSwap && o.Alloc != calib.AllocPath:
+		return usagef("--alloc %q: want %s, %s or %s", o.Alloc, calib.AllocAdditive, calib.AllocSwap, calib.AllocPath)
 	}
 	rule, err := precision.ParseRule(o.Rule)
 	if err != nil {
@@ -131,21 +135,30 @@ func runCalibrate(c *cmdEnv, args []string) error {
 		c.Logf("wrote %s with the manifest in its metadata", o.Embed)
 	}
 	if o.Eval {
-		return runProof(c, &o, eng, m, evalText)
+		return runProof(c, &o, eng, m, calText, evalText)
 	}
 	return nil
 }
 
 // runProof evaluates the calibrated, uniform and random assignments on the
 // held-out half.
-func runProof(c *cmdEnv, o *calibrateOptions, eng *native.Engine, m *precision.Manifest, evalText string) error {
+func runProof(c *cmdEnv, o *calibrateOptions, eng *native.Engine, m *precision.Manifest, calText, evalText string) error {
 	toks, err := eng.Vocab().Tokenize(evalText, true)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
 	c.Logf("evaluating on the second half: %d tokens, %d budgets, %d random draws each", len(toks), len(calib.DefaultBudgets), calib.RandomDraws)
-	p, err := calib.RunProof(eng, m, toks, calib.DefaultBudgets, o.Threads, 1)
+	po := calib.ProofOptions{Threads: o.Threads, Seed: 1, Allocator: o.Alloc}
+	if o.Alloc != calib.AllocAdditive {
+		if po.CalTokens, err = eng.Vocab().Tokenize(calText, true); err != nil {
+			return err
+		}
+		po.PathProgress = func(p calib.PathPoint) {
+			c.Logf("path: %v, %.2f bits, KL %.5f", p.Sets, p.AvgBits, p.KL)
+		}
+	}
+	p, err := calib.RunProof(eng, m, toks, po)
 	if err != nil {
 		return err
 	}

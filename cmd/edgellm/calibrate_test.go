@@ -74,6 +74,8 @@ func TestCalibrateCLI(t *testing.T) {
 		{[]string{f32, "--sets", sharedtest.Path(t, "models/derived/stories260K-first4layers.gguf"), "--text", text, "-o", out}, "not the same model"},
 		{[]string{f32, "--sets", q4, "--text", short, "-o", out}, "text too short"},
 		{[]string{f32, "--sets", q4, "--text", text, "-o", out, "--rule", "kl:0.1"}, "min-bits rule"},
+		{[]string{f32, "--sets", q4, "--text", text, "-o", out, "--alloc", "swap"}, "need --eval"},
+		{[]string{f32, "--sets", q4, "--text", text, "-o", out, "--eval", "--alloc", "best"}, `--alloc "best"`},
 	} {
 		_, errs, code := runCLI(t, append([]string{"calibrate", "--threads", "1"}, tc.args...)...)
 		if code == 0 || !strings.Contains(errs, tc.want) {

@@ -2,6 +2,7 @@ package calib
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -187,5 +188,147 @@ func TestCalibratedOptimal(t *testing.T) {
 		if b := AvgBits(d, sets); b > 6 || b < 6-RandomTol {
 			t.Fatalf("random draw %v at %v bits", d, AvgBits(d, sets))
 		}
+	}
+}
+
+// TestMeasurePath: on stories260K (F32 base, Q8_0, Q4_0) the measured path
+// starts at the base against itself (KL 0), moves exactly one layer to a set
+// with fewer bits per step, ends with every layer on Q4_0, and OnPath keeps
+// within the budget and picks the least KL there.
+func TestMeasurePath(t *testing.T) {
+	eng, toks := loadLadder(t)
+	r, err := NewRunner(eng, toks[:min(len(toks), 200)], 128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := eng.Config().NLayer
+	if err := r.Sess.SetLayerSets(Uniform(n, 0)); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := r.NewReference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := SetsOf(eng)
+	steps := 0
+	path, err := MeasurePath(r, ref, sets, n, func(PathPoint) { steps++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps != len(path)-1 || path[0].KL != 0 || fmt.Sprint(path[0].Sets) != fmt.Sprint(Uniform(n, 0)) {
+		t.Fatalf("path starts %+v after %d progress calls for %d points", path[0], steps, len(path))
+	}
+	if last := path[len(path)-1]; fmt.Sprint(last.Sets) != fmt.Sprint(Uniform(n, 2)) {
+		t.Fatalf("path ends at %v, want every layer on Q4_0", last.Sets)
+	}
+	for i := 1; i < len(path); i++ {
+		moved := 0
+		for il := range n {
+			if a, b := path[i-1].Sets[il], path[i].Sets[il]; a != b {
+				moved++
+				if sets[b].BitsPerWeight >= sets[a].BitsPerWeight {
+					t.Errorf("step %d: layer %d %s → %s is not down", i, il, sets[a].Type, sets[b].Type)
+				}
+			}
+		}
+		if moved != 1 {
+			t.Errorf("step %d moved %d layers: %v → %v", i, moved, path[i-1].Sets, path[i].Sets)
+		}
+	}
+	for _, budget := range []float64{4.5, 6, 8.5, 20, 32} {
+		a, ok := OnPath(path, budget)
+		if !ok || AvgBits(a, sets) > budget+1e-9 {
+			t.Fatalf("budget %g: %v (%v)", budget, a, ok)
+		}
+		for _, p := range path {
+			if p.AvgBits <= budget+1e-9 && fmt.Sprint(p.Sets) != fmt.Sprint(a) && p.KL < klOnPath(path, a) {
+				t.Errorf("budget %g: %v has KL %g below the pick %v", budget, p.Sets, p.KL, a)
+			}
+		}
+	}
+	if _, ok := OnPath(path, 4); ok {
+		t.Error("a point below the lowest set's bits")
+	}
+}
+
+func klOnPath(path []PathPoint, a []int) float64 {
+	for _, p := range path {
+		if fmt.Sprint(p.Sets) == fmt.Sprint(a) {
+			return p.KL
+		}
+	}
+	return math.Inf(1)
+}
+
+// TestRefine: with an additive measure Refine keeps Calibrated's choice;
+// with a measure that charges an interaction it picks the neighbour the
+// measure favours; it never leaves the budget nor, when Calibrated kept
+// them, the layers' min_bits; and it measures each candidate once.
+func TestRefine(t *testing.T) {
+	sets := []precision.Set{{File: "a", Bits: 32, BitsPerWeight: 32, Base: true}, {File: "b", Bits: 8, BitsPerWeight: 8.5},
+		{File: "c", Bits: 5, BitsPerWeight: 5.5}, {File: "d", Bits: 4, BitsPerWeight: 4.5}}
+	kls := [][]float64{{0.001, 0.01, 0.03}, {0.001, 0.01, 0.031}, {0.001, 0.01, 0.032}, {0.001, 0.02, 0.04}}
+	m := &precision.Manifest{Sets: sets}
+	for il, k := range kls {
+		l := precision.Layer{Layer: il, MinBits: 4}
+		if il == 3 {
+			l.MinBits = 5
+		}
+		for j, v := range k {
+			l.Precisions = append(l.Precisions, precision.Precision{Bits: sets[j+1].Bits, Set: sets[j+1].File, KL: v})
+		}
+		m.Layers = append(m.Layers, l)
+	}
+	additive := func(a []int) float64 {
+		var s float64
+		for il, si := range a {
+			s += klOf(m, il, si)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		budget  float64
+		measure func(a []int) float64
+		want    string
+	}{
+		// 5 bits: two layers on Q4_0, two on Q5_0 (layer 3 may not go
+		// below 5 bits); the sum is least with layers 0 and 1 on Q4_0.
+		{"additive keeps the optimum", 5.0, additive, "[3 3 2 2]"},
+		// Layers 0 and 1 on Q4_0 together cost 0.1 more (an interaction
+		// the per-layer sum misses): the swap of layers 1 and 2 wins.
+		{"interaction", 5.0, func(a []int) float64 {
+			s := additive(a)
+			if a[0] == 3 && a[1] == 3 {
+				s += 0.1
+			}
+			return s
+		}, "[3 2 3 2]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := map[string]int{}
+			got, err := Refine(m, tc.budget, func(a []int) (float64, error) {
+				calls[fmt.Sprint(a)]++
+				if AvgBits(a, sets) > tc.budget+1e-9 || sets[a[3]].Bits < 5 {
+					t.Errorf("measured %v: outside the budget or min_bits", a)
+				}
+				return tc.measure(a), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Fatalf("Refine = %v, want %s", got, tc.want)
+			}
+			for a, n := range calls {
+				if n != 1 {
+					t.Errorf("%s measured %d times", a, n)
+				}
+			}
+		})
+	}
+	if _, err := Refine(m, 4, func([]int) (float64, error) { return 0, nil }); err == nil {
+		t.Error("a budget below every set was accepted")
 	}
 }

@@ -80,13 +80,25 @@ func esc(s string) string {
 // Table is the proof as a Markdown table.
 func (p *Proof) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "base (F32) perplexity %.4f over %d scored positions\n\n", p.BasePPL, p.Scored)
-	b.WriteString("| budget | (a) calibrated bits | (a) KL | (a) ppl | (b) uniform bits | (b) KL | (b) ppl | (c) random KL median | (c) ppl median |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "base (F32) perplexity %.4f over %d scored positions; (a) by the %s allocator\n\n", p.BasePPL, p.Scored, p.Allocator)
+	b.WriteString("| budget | (a) calibrated bits | (a) KL | (a) ppl | (b) uniform bits | (b) KL | (b) ppl | (c) random KL median | (c) ppl median |")
+	measured := p.Allocator != AllocAdditive
+	if measured {
+		b.WriteString(" additive bits | additive KL |")
+	}
+	b.WriteString("\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	if measured {
+		b.WriteString("---:|---:|")
+	}
+	b.WriteString("\n")
 	for _, pt := range p.Points {
-		fmt.Fprintf(&b, "| %.2f | %.2f | %.5f | %.4f | %.2f | %.5f | %.4f | %.5f | %.4f |\n", pt.Budget,
+		fmt.Fprintf(&b, "| %.2f | %.2f | %.5f | %.4f | %.2f | %.5f | %.4f | %.5f | %.4f |", pt.Budget,
 			pt.Calibrated.AvgBits, pt.Calibrated.KL, pt.Calibrated.PPL, pt.Uniform.AvgBits, pt.Uniform.KL, pt.Uniform.PPL,
 			pt.Random.KL, pt.Random.PPL)
+		if a := pt.Additive; a != nil {
+			fmt.Fprintf(&b, " %.2f | %.5f |", a.AvgBits, a.KL)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

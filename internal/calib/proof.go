@@ -33,7 +33,11 @@ type Eval struct {
 type Point struct {
 	Budget     float64 `json:"budget"`
 	Calibrated Eval    `json:"calibrated"`
-	Uniform    Eval    `json:"uniform"`
+	// Additive is the assignment Calibrated picks from the manifest's
+	// per-layer KLs alone (their sum, by dynamic programming), when (a)
+	// comes from a measured allocator (ProofOptions.Allocator).
+	Additive *Eval `json:"additive,omitempty"`
+	Uniform  Eval  `json:"uniform"`
 	// Random is the draw with the median KL; RandomKLs all of them.
 	Random     Eval      `json:"random_median"`
 	RandomKLs  []float64 `json:"random_kls"`
@@ -44,14 +48,83 @@ type Point struct {
 type Proof struct {
 	BasePPL float64 `json:"base_ppl"`
 	Scored  int     `json:"scored"`
-	Points  []Point `json:"points"`
+	// Allocator says how (a) was chosen (ProofOptions.Allocator).
+	Allocator string      `json:"allocator"`
+	Path      []PathPoint `json:"path,omitempty"` // measured on the calibration text
+	Points    []Point     `json:"points"`
 }
+
+// ProofOptions configures RunProof.
+type ProofOptions struct {
+	Budgets []float64 // nil: DefaultBudgets
+	Threads int
+	Seed    uint64 // of the random draws
+	// Allocator chooses (a): AllocAdditive (the default), AllocPath or
+	// AllocSwap; the last two measure on CalTokens, the calibration text,
+	// and report the additive choice beside theirs.
+	Allocator string
+	CalTokens []int32
+	// PathProgress is called after each step of the path (may be nil).
+	PathProgress func(PathPoint)
+}
+
+// The allocators of the proof's (a).
+const (
+	// AllocAdditive is Calibrated: the least sum of the manifest's
+	// per-layer KLs within the budget (exact).
+	AllocAdditive = "additive"
+	// AllocPath is OnPath over MeasurePath on the calibration text.
+	AllocPath = "path"
+	// AllocSwap is Refine, measuring on the calibration text.
+	AllocSwap = "swap"
+)
 
 // RunProof evaluates, on tokens (text the manifest was not calibrated on),
 // the three assignments at each budget, with the engine's sets in the
 // manifest's order. The head stays on the base set throughout.
-func RunProof(eng *native.Engine, m *precision.Manifest, tokens []int32, budgets []float64, threads int, seed uint64) (*Proof, error) {
+func RunProof(eng *native.Engine, m *precision.Manifest, tokens []int32, o ProofOptions) (*Proof, error) {
 	n := eng.Config().NLayer
+	budgets, threads, seed := o.Budgets, o.Threads, o.Seed
+	if budgets == nil {
+		budgets = DefaultBudgets
+	}
+	p := &Proof{Allocator: AllocAdditive}
+	var swap func(budget float64) ([]int, error)
+	switch o.Allocator {
+	case "", AllocAdditive:
+	case AllocPath:
+		path, err := measuredPath(eng, m, o.CalTokens, threads, o.PathProgress)
+		if err != nil {
+			return nil, err
+		}
+		p.Allocator, p.Path = AllocPath, path
+	case AllocSwap:
+		cr, cref, err := calRunner(eng, o.CalTokens, threads)
+		if err != nil {
+			return nil, err
+		}
+		defer cr.Close()
+		measured := map[string]float64{}
+		measure := func(a []int) (float64, error) {
+			key := fmt.Sprint(a)
+			if kl, ok := measured[key]; ok {
+				return kl, nil
+			}
+			if err := cr.Sess.SetLayerSets(a); err != nil {
+				return 0, err
+			}
+			sc, err := cr.Score(cref)
+			if err != nil {
+				return 0, err
+			}
+			measured[key] = sc.KL
+			return sc.KL, nil
+		}
+		swap = func(b float64) ([]int, error) { return Refine(m, b, measure) }
+		p.Allocator = AllocSwap
+	default:
+		return nil, fmt.Errorf("proof: unknown allocator %q (want %s, %s or %s)", o.Allocator, AllocAdditive, AllocPath, AllocSwap)
+	}
 	r, err := NewRunner(eng, tokens, 0, threads)
 	if err != nil {
 		return nil, err
@@ -81,13 +154,30 @@ func RunProof(eng *native.Engine, m *precision.Manifest, tokens []int32, budgets
 		cache[key] = e
 		return e, nil
 	}
-	p := &Proof{BasePPL: ref.PPL(), Scored: r.Scored()}
+	p.BasePPL, p.Scored = ref.PPL(), r.Scored()
 	for bi, b := range budgets {
 		ca, ok := Calibrated(m, b)
 		if !ok {
 			continue
 		}
 		pt := Point{Budget: b}
+		if p.Allocator != AllocAdditive {
+			ad, err := eval(ca)
+			if err != nil {
+				return nil, err
+			}
+			pt.Additive = &ad
+			switch {
+			case p.Path != nil:
+				if ca, ok = OnPath(p.Path, b); !ok {
+					continue
+				}
+			case swap != nil:
+				if ca, err = swap(b); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if pt.Calibrated, err = eval(ca); err != nil {
 			return nil, err
 		}
@@ -113,6 +203,37 @@ func RunProof(eng *native.Engine, m *precision.Manifest, tokens []int32, budgets
 		p.Points = append(p.Points, pt)
 	}
 	return p, nil
+}
+
+// calRunner is a runner on the calibration tokens with its base reference.
+func calRunner(eng *native.Engine, tokens []int32, threads int) (*Runner, *Reference, error) {
+	if tokens == nil {
+		return nil, nil, fmt.Errorf("proof: the measured allocators need the calibration text")
+	}
+	r, err := NewRunner(eng, tokens, 0, threads)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.Sess.SetLayerSets(Uniform(eng.Config().NLayer, 0)); err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	ref, err := r.NewReference()
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return r, ref, nil
+}
+
+// measuredPath runs MeasurePath on the calibration tokens.
+func measuredPath(eng *native.Engine, m *precision.Manifest, tokens []int32, threads int, progress func(PathPoint)) ([]PathPoint, error) {
+	r, ref, err := calRunner(eng, tokens, threads)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return MeasurePath(r, ref, m.Sets, eng.Config().NLayer, progress)
 }
 
 func median(x []float64) float64 {

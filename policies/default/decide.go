@@ -72,6 +72,7 @@ type state struct {
 	learnTier  int32 // the tier that step moved to
 	spec       specState
 	prec       precState // per-layer precision controller (precision.go)
+	kv         kvState   // KV-type controller (kv.go)
 }
 
 // maxTrackedTiers bounds the tiers whose memory cost is remembered.
@@ -93,8 +94,8 @@ var st state
 func reset() { st, ts = state{}, threadState{} }
 
 // Decide is the policy. It changes only what it must and sets the reason of
-// the most important change: emergency > thermal > memory > throughput >
-// speculation.
+// the most important change: emergency > thermal > memory (tier, then KV
+// type) > throughput > speculation.
 func Decide(s *abi.Sensors, d *abi.Decision) {
 	var r reason
 	threads(s, d, &r)
@@ -105,6 +106,7 @@ func Decide(s *abi.Sensors, d *abi.Decision) {
 		throughput(s, d, &r)
 	}
 	tier(s, d, &r)
+	kvType(s, d, &r) // kv.go
 	emergency(s, d, &r)
 	if r.code != abi.ReasonNone {
 		d.SetReasonBytes(r.code, r.text())
