@@ -82,6 +82,22 @@ func TestAdapterOverdue(t *testing.T) {
 	if !a.overdue(now) {
 		t.Fatal("not overdue after MaxInterval")
 	}
+	// A step that took JumpRatio × the baseline makes the call due at once;
+	// a slower but ordinary step does not.
+	a.lastCall = now
+	for range baselineSteps {
+		a.steps.observe(2, 10*time.Millisecond)
+	}
+	for _, c := range []struct {
+		dt  time.Duration
+		due bool
+	}{{19 * time.Millisecond, false}, {21 * time.Millisecond, true}, {10 * time.Millisecond, false}} {
+		a.steps.observe(2, c.dt)
+		if got := a.overdue(now); got != c.due {
+			t.Fatalf("step of %v over a 10 ms baseline: overdue %v, want %v", c.dt, got, c.due)
+		}
+	}
+	a.steps.observe(2, time.Second)
 	a.minInterval = 0
 	if a.overdue(now) {
 		t.Fatal("a trace replay must keep the step cadence")
