@@ -90,7 +90,7 @@ bench: build policies
 
 # CPU contention scenario (testdata/scenarios/cpu-contention.yaml, issue
 # #13) alone, verbose: static -t 1, static -t 2 and default under 0, 1 and 2
-# pinned CPU hogs. It is also part of make test (95 s on the loaded 2-core
+# pinned CPU hogs. It is also part of make test (54–95 s on the loaded 2-core
 # development machine, nearly all of it static -t 2's collapsed steps).
 scenario-cpu: build policies
 	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^TestScenarioCPU$$' -timeout 10m ./cmd/edgellm
