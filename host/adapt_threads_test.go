@@ -103,3 +103,21 @@ func TestAdapterOverdue(t *testing.T) {
 		t.Fatal("a trace replay must keep the step cadence")
 	}
 }
+
+// A wait at the scenario's token gate is not a step: after RefreshSensors
+// the next step is not observed, so the wait does not jump the step clock.
+func TestRefreshSkipsGateWait(t *testing.T) {
+	a := &Adapter{minInterval: defaultMinInterval, lastCall: time.Now()}
+	a.cur.Threads = 1
+	for range baselineSteps {
+		a.steps.observe(1, 10*time.Millisecond)
+	}
+	a.lastTok = time.Now().Add(-time.Second) // a long wait at the gate
+	a.RefreshSensors()
+	if err := a.BeforeStep(5); err != nil {
+		t.Fatal(err)
+	}
+	if a.steps.jumped() || a.steps.lastDt != 0.010 {
+		t.Fatalf("the gate wait was observed as a step: last %v s, jumped %v", a.steps.lastDt, a.steps.jumped())
+	}
+}
