@@ -1,5 +1,7 @@
 package host
 
+import "time"
+
 // sensorRefresher is a SensorSource whose cached readings can be dropped.
 type sensorRefresher interface{ Refresh() }
 
@@ -15,8 +17,14 @@ func (m *mixedSensors) Refresh() { m.Live.Refresh() }
 // indexed by step). The scenario runner's token gate calls it once the
 // pressure for the next token is in place, so the policy sees it at that
 // very step, however fast the machine decodes.
+//
+// The time the engine waited at the gate is not decode time: the step that
+// spans it is left out of the step clock and the tok/s reading (as the
+// first step is), so the wait neither looks like contention nor makes the
+// policy's call due.
 func (a *Adapter) RefreshSensors() {
 	if r, ok := a.src.(sensorRefresher); ok {
 		r.Refresh()
 	}
+	a.lastTok = time.Time{}
 }

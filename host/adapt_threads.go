@@ -19,6 +19,7 @@ type stepClock struct {
 	base   [maxClockThreads]float64 // seconds, 0 = none yet
 	steps  [maxClockThreads]int     // steps observed since the count last changed
 	last   int                      // thread count of the previous observation
+	lastDt float64                  // seconds, the previous observation's step
 }
 
 const (
@@ -44,6 +45,7 @@ func (c *stepClock) observe(threads int, dt time.Duration) {
 		c.steps[i], c.recent[i], c.last = 0, 0, threads
 	}
 	x := dt.Seconds()
+	c.lastDt = x
 	if c.steps[i] == 0 {
 		c.recent[i] = x
 	} else {
@@ -78,8 +80,26 @@ func (c *stepClock) fill(threads int, s *abi.Sensors) {
 // something to fix. Trace replays (MinInterval 0) keep the pure step cadence.
 const MaxInterval = 500 * time.Millisecond
 
-// overdue reports whether MaxInterval has passed since the last policy call
-// on live readings.
+// JumpRatio is the step time, over the quiet baseline at the same thread
+// count, at which a single step makes the policy call due on live readings:
+// a decode thread that lost its core to another app stalls the others at
+// every barrier, and each such step costs several quiet ones, so the policy
+// is asked at the next step rather than at its cadence.
+const JumpRatio = 2.0
+
+// jumped reports whether the last step observed took at least JumpRatio
+// times the baseline of its thread count.
+func (c *stepClock) jumped() bool {
+	if c.last < 1 || c.last > maxClockThreads {
+		return false
+	}
+	b := c.base[c.last-1]
+	return b > 0 && c.lastDt >= JumpRatio*b
+}
+
+// overdue reports whether a policy call on live readings is due whatever
+// the cadence: MaxInterval has passed since the last call, or the last step
+// jumped (stepClock.jumped).
 func (a *Adapter) overdue(now time.Time) bool {
-	return a.minInterval > 0 && !a.lastCall.IsZero() && now.Sub(a.lastCall) >= MaxInterval
+	return a.minInterval > 0 && !a.lastCall.IsZero() && (now.Sub(a.lastCall) >= MaxInterval || a.steps.jumped())
 }

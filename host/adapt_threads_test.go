@@ -82,8 +82,42 @@ func TestAdapterOverdue(t *testing.T) {
 	if !a.overdue(now) {
 		t.Fatal("not overdue after MaxInterval")
 	}
+	// A step that took JumpRatio × the baseline makes the call due at once;
+	// a slower but ordinary step does not.
+	a.lastCall = now
+	for range baselineSteps {
+		a.steps.observe(2, 10*time.Millisecond)
+	}
+	for _, c := range []struct {
+		dt  time.Duration
+		due bool
+	}{{19 * time.Millisecond, false}, {21 * time.Millisecond, true}, {10 * time.Millisecond, false}} {
+		a.steps.observe(2, c.dt)
+		if got := a.overdue(now); got != c.due {
+			t.Fatalf("step of %v over a 10 ms baseline: overdue %v, want %v", c.dt, got, c.due)
+		}
+	}
+	a.steps.observe(2, time.Second)
 	a.minInterval = 0
 	if a.overdue(now) {
 		t.Fatal("a trace replay must keep the step cadence")
+	}
+}
+
+// A wait at the scenario's token gate is not a step: after RefreshSensors
+// the next step is not observed, so the wait does not jump the step clock.
+func TestRefreshSkipsGateWait(t *testing.T) {
+	a := &Adapter{minInterval: defaultMinInterval, lastCall: time.Now()}
+	a.cur.Threads = 1
+	for range baselineSteps {
+		a.steps.observe(1, 10*time.Millisecond)
+	}
+	a.lastTok = time.Now().Add(-time.Second) // a long wait at the gate
+	a.RefreshSensors()
+	if err := a.BeforeStep(5); err != nil {
+		t.Fatal(err)
+	}
+	if a.steps.jumped() || a.steps.lastDt != 0.010 {
+		t.Fatalf("the gate wait was observed as a step: last %v s, jumped %v", a.steps.lastDt, a.steps.jumped())
 	}
 }

@@ -3,8 +3,8 @@
 package main
 
 import (
-	"os"
 	"testing"
+	"time"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/scenario"
 	"golang.org/x/sys/unix"
@@ -24,101 +24,136 @@ func userHZ() float64 {
 	return 100
 }
 
-// TestScenarioCPU runs testdata/scenarios/cpu-contention.yaml: 2 decode
-// threads, a CPU hog with one busy thread pinned to each allowed CPU from
-// token 16 to token 80. What holds on any machine, quiet or loaded:
-//   - the hogs ran (they used CPU time during their phase, in both runs);
-//   - static kept 2 threads in every phase;
-//   - default decoded at 1 thread by the end of the hog's phase;
-//   - default's CPU time per token under the hog is at most static's: the
-//     same arithmetic on one thread instead of two, without the partner's
-//     barrier waits (margin: the /proc/PID/stat resolution, 2 ticks per
-//     reading, both ends of both phases).
+// cpuPhaseWant is one phase of cpu-contention.yaml.
+type cpuPhaseWant struct {
+	from, to int
+	hogs     int // busy hog threads; -1: one per allowed CPU
+}
+
+// TestScenarioCPU runs testdata/scenarios/cpu-contention.yaml: static -t 1,
+// static -t 2 and default (starting at 2 threads) on a 2-layer SYNTHETIC
+// model; no hog for tokens 0-15, one hog thread for 16-31, one per allowed
+// CPU for 32-47, none for 48-95. What holds on any machine, quiet or loaded
+// (each a fact about token positions and thread counts, not about speed):
+//   - the hogs ran: CPU time during their phases only, in every run;
+//   - static-t1 and static-t2 kept 1 and 2 threads in every phase;
+//   - default decoded at 1 thread by the end of both hog phases: a hog
+//     that takes a decode thread's core makes the next 2-thread step
+//     several quiet steps long, the host asks the policy at once
+//     (host.JumpRatio) and the run queue shows the hog;
+//   - in both hog phases default's CPU time per token is at most
+//     static-t2's (+ the /proc/PID/stat resolution: 2 ticks per reading,
+//     both ends of both phases): the same arithmetic without a partner
+//     spinning at ggml's barriers while the other waits for a core.
 //
 // What holds only where the rest of the machine leaves the CPUs to this run
-// (the runner's median count of other runnable tasks is 0), asserted then
-// and logged otherwise:
-//   - default raised threads again after the hog left;
-//   - under the hog, default's tok/s ≥ 0.5 × static's. One decode thread
-//     sharing a CPU with one hog thread (same cgroup, equal weights) gets
-//     half a CPU; two get at most one CPU together, and need at least as
-//     much CPU per token: two threads can at best be twice as fast.
+// (the runner's median count of other runnable tasks is 0 in the phase, in
+// all three runs), asserted then and logged otherwise:
+//   - under one hog thread per CPU, default's tok/s ≥ 0.9 × the better
+//     static's: default is at 1 thread from the phase's first token (it
+//     lowered in the one-hog phase and holds), like static-t1;
+//   - under one hog thread, default's tok/s ≥ 0.5 × the better static's:
+//     it pays the step(s) at 2 threads that show the hog (a collapsed step
+//     costs several quiet ones; 16 tokens are too few to hide them, so the
+//     issue's 0.9× is not asserted there);
+//   - default raised threads again after the hogs left, if that phase
+//     lasted minRaiseWall (room for four policy calls ≥ 50 ms apart).
 //
-// It runs only with EDGELLM_SCENARIO_CPU=1 (`make scenario-cpu`): static's two
-// threads collapse on a loaded machine (7-8 min on the shared 2-core
-// development machine, docs/BENCHMARKS.md; not timed on a quiet one).
+// The tok/s ratios of every phase are logged.
 func TestScenarioCPU(t *testing.T) {
-	if os.Getenv("EDGELLM_SCENARIO_CPU") != "1" {
-		t.Skip("EDGELLM_SCENARIO_CPU=1 runs it (make scenario-cpu)")
-	}
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		t.Fatal(err)
 	}
-	if set.Count() < 2 {
-		t.Skipf("%d allowed CPU: the scenario decodes with 2 threads", set.Count())
+	ncpu := set.Count()
+	if ncpu < 2 {
+		t.Skipf("%d allowed CPU: the scenario compares 1 and 2 decode threads", ncpu)
 	}
 	rep, _, _ := runScenarioCLI(t, "../../testdata/scenarios/cpu-contention.yaml")
 	if rep.Simulated {
 		t.Fatalf("CPU hogs are real processes, but the report says %s", rep.Pressure)
 	}
-	st := policyResult(t, rep, "static")
-	def := policyResult(t, rep, "default")
-	phases := map[string][]scenario.CPUPhase{}
-	for _, p := range []*scenario.PolicyResult{st, def} {
+	want := []cpuPhaseWant{{0, 16, 0}, {16, 32, 1}, {32, 48, -1}, {48, 95, 0}}
+	runs := map[string]*scenario.PolicyResult{}
+	for _, name := range []string{"static-t1", "static-t2", "default"} {
+		p := policyResult(t, rep, name)
+		runs[name] = p
 		if !p.Completed || p.Tokens != rep.N {
 			t.Fatalf("%s: %s after %d of %d tokens", p.Name, p.Outcome, p.Tokens, rep.N)
 		}
-		if len(p.CPUPhases) != 3 {
-			t.Fatalf("%s: %d CPU phases, want 3 (before, under, after the hog): %+v", p.Name, len(p.CPUPhases), p.CPUPhases)
+		if len(p.CPUPhases) != len(want) {
+			t.Fatalf("%s: %d CPU phases, want %d: %+v", p.Name, len(p.CPUPhases), len(want), p.CPUPhases)
 		}
-		hog := p.CPUPhases[1]
-		if hog.From != 16 || hog.To != 80 || hog.HogThreads != set.Count() {
-			t.Errorf("%s: hog phase %+v, want tokens 16–80 with %d hog threads", p.Name, hog, set.Count())
-		}
-		// Each hog thread gets some CPU however loaded the machine is: at
-		// least 1% of the phase over all of them would still show.
-		if hog.HogCPUMs <= 0 || p.CPUPhases[0].HogCPUMs != 0 || p.CPUPhases[2].HogCPUMs != 0 {
-			t.Errorf("%s: hog CPU ms per phase %.0f / %.0f / %.0f, want only under the hog", p.Name,
-				p.CPUPhases[0].HogCPUMs, hog.HogCPUMs, p.CPUPhases[2].HogCPUMs)
-		}
-		for _, ph := range p.CPUPhases[1:] {
-			if ph.CPUPerTokenMs <= 0 || ph.TPS <= 0 {
+		for i, w := range want {
+			ph := p.CPUPhases[i]
+			hogs := w.hogs
+			if hogs < 0 {
+				hogs = ncpu
+			}
+			if ph.From != w.from || ph.To != w.to || ph.HogThreads != hogs {
+				t.Errorf("%s: phase %d is %d–%d with %d hog threads, want %d–%d with %d", p.Name, i, ph.From, ph.To, ph.HogThreads, w.from, w.to, hogs)
+			}
+			// A hog thread gets some CPU however loaded the machine is:
+			// one tick over the phase would show.
+			if (hogs > 0) != (ph.HogCPUMs > 0) {
+				t.Errorf("%s: phase %d–%d with %d hog threads: hog CPU %.0f ms", p.Name, ph.From, ph.To, hogs, ph.HogCPUMs)
+			}
+			if i > 0 && (ph.CPUPerTokenMs <= 0 || ph.TPS <= 0) {
 				t.Errorf("%s: phase %d–%d not measured: %+v", p.Name, ph.From, ph.To, ph)
 			}
 		}
-		phases[p.Name] = p.CPUPhases
 	}
-	for _, ph := range st.CPUPhases {
-		if ph.ThreadsMin != 2 || ph.ThreadsMax != 2 {
-			t.Errorf("static: threads %d–%d in phase %d–%d, want 2 throughout", ph.ThreadsMin, ph.ThreadsMax, ph.From, ph.To)
+	for name, n := range map[string]int{"static-t1": 1, "static-t2": 2} {
+		for _, ph := range runs[name].CPUPhases {
+			if ph.ThreadsMin != n || ph.ThreadsMax != n {
+				t.Errorf("%s: threads %d–%d in phase %d–%d, want %d throughout", name, ph.ThreadsMin, ph.ThreadsMax, ph.From, ph.To, n)
+			}
 		}
 	}
-	sh, dh := st.CPUPhases[1], def.CPUPhases[1]
-	if dh.ThreadsLast != 1 {
-		t.Errorf("default: %d threads at the end of the hog's phase, want 1", dh.ThreadsLast)
-	}
-	// CPU per token: each phase's CPU is the difference of two readings of
-	// whole ticks, utime and stime each truncated: off by < 2 ticks.
-	margin := 2 * 2 * 1000 / userHZ() / float64(dh.To-dh.From)
-	if dh.CPUPerTokenMs > sh.CPUPerTokenMs+margin {
-		t.Errorf("under the hog, default used %.3f ms CPU per token, static %.3f (+%.3f resolution)", dh.CPUPerTokenMs, sh.CPUPerTokenMs, margin)
-	}
-	t.Logf("under the hog: default %.1f tok/s at %d→%d threads, %.3f ms CPU/token; static %.1f tok/s, %.3f ms CPU/token; ratio %.2f (tok/s), %.2f (CPU/token)",
-		dh.TPS, def.CPUPhases[0].ThreadsLast, dh.ThreadsLast, dh.CPUPerTokenMs, sh.TPS, sh.CPUPerTokenMs, dh.TPS/sh.TPS, dh.CPUPerTokenMs/sh.CPUPerTokenMs)
-	if sh.OthersMedian == 0 && dh.OthersMedian == 0 {
-		if dh.TPS < 0.5*sh.TPS {
-			t.Errorf("under the hog on a machine otherwise free: default %.1f tok/s < 0.5 × static %.1f", dh.TPS, sh.TPS)
+	s1, s2, def := runs["static-t1"].CPUPhases, runs["static-t2"].CPUPhases, runs["default"].CPUPhases
+	for i := range want {
+		d, a, b := def[i], s1[i], s2[i]
+		best := max(a.TPS, b.TPS)
+		quiet := a.OthersMedian == 0 && b.OthersMedian == 0 && d.OthersMedian == 0
+		t.Logf("tokens %d–%d, %d hog threads: default %.1f tok/s (threads %d–%d, last %d, %.2f ms CPU/token), static-t1 %.1f (%.2f ms), static-t2 %.1f (%.2f ms); default ÷ better static %.2f; other runnable (median) %.0f/%.0f/%.0f",
+			d.From, d.To, d.HogThreads, d.TPS, d.ThreadsMin, d.ThreadsMax, d.ThreadsLast, d.CPUPerTokenMs, a.TPS, a.CPUPerTokenMs, b.TPS, b.CPUPerTokenMs,
+			d.TPS/best, d.OthersMedian, a.OthersMedian, b.OthersMedian)
+		if d.HogThreads > 0 {
+			if d.ThreadsLast != 1 {
+				t.Errorf("default: %d threads at the end of phase %d–%d (%d hog threads), want 1", d.ThreadsLast, d.From, d.To, d.HogThreads)
+			}
+			// Each phase's CPU is the difference of two readings of whole
+			// ticks, utime and stime each truncated: off by < 2 ticks.
+			margin := 2 * 2 * 1000 / userHZ() / float64(d.To-d.From)
+			if d.CPUPerTokenMs > b.CPUPerTokenMs+margin {
+				t.Errorf("phase %d–%d: default used %.3f ms CPU per token, static-t2 %.3f (+%.3f resolution)", d.From, d.To, d.CPUPerTokenMs, b.CPUPerTokenMs, margin)
+			}
 		}
-	} else {
-		t.Logf("other load under the hog (median other runnable: static %.0f, default %.0f): tok/s ratio not asserted", sh.OthersMedian, dh.OthersMedian)
-	}
-	da := def.CPUPhases[2]
-	if da.OthersMedian == 0 {
-		if da.ThreadsLast != 2 {
-			t.Errorf("default: %d threads at the end, want 2 again once the hog left a free machine", da.ThreadsLast)
+		if !quiet {
+			continue
 		}
-	} else {
-		t.Logf("other load after the hog (median other runnable %.0f): the raise back to 2 threads not asserted (threads at the end: %d)", da.OthersMedian, da.ThreadsLast)
+		switch {
+		case d.HogThreads == ncpu && d.TPS < 0.9*best:
+			t.Errorf("phase %d–%d on a machine otherwise free: default %.1f tok/s < 0.9 × %.1f", d.From, d.To, d.TPS, best)
+		case d.HogThreads > 0 && d.HogThreads < ncpu && d.TPS < 0.5*best:
+			t.Errorf("phase %d–%d on a machine otherwise free: default %.1f tok/s < 0.5 × %.1f", d.From, d.To, d.TPS, best)
+		}
+	}
+	// The raise needs ThreadCalmCalls calm policy calls after the hogs
+	// left, and the host keeps calls ≥ 50 ms apart: asserted when the
+	// phase gave it room for four (its wall time, from its own tok/s).
+	da := def[len(def)-1]
+	wall := time.Duration(float64(da.To-da.From) / da.TPS * float64(time.Second))
+	switch {
+	case da.OthersMedian != 0:
+		t.Logf("other load after the hogs (median other runnable %.0f): the raise back to 2 threads not asserted (threads at the end: %d)", da.OthersMedian, da.ThreadsLast)
+	case wall < minRaiseWall:
+		t.Logf("the phase after the hogs took %v (< %v: fewer than four policy calls): the raise back to 2 threads not asserted (threads at the end: %d)", wall.Round(time.Millisecond), minRaiseWall, da.ThreadsLast)
+	case da.ThreadsMax != 2:
+		t.Errorf("default: at most %d threads in the %v after the hogs left a free machine, want 2 again", da.ThreadsMax, wall.Round(time.Millisecond))
 	}
 }
+
+// minRaiseWall is the phase length that leaves room for four policy calls
+// at the host's minimum interval (50 ms).
+const minRaiseWall = 200 * time.Millisecond

@@ -20,7 +20,9 @@ import "github.com/edgellm/edgellm/abi"
 //
 // Other runnable tasks are the machine's run queue (cpu_runnable) minus the
 // policy's own calling thread (the decode threads sleep between steps),
-// smoothed over calls; free CPUs are cpu_allowed minus those.
+// taken at once when it rises and smoothed over calls when it falls; free
+// CPUs are cpu_allowed minus those. While it can choose among several CPUs
+// the policy asks to be called every ThreadCadence steps.
 const (
 	// ThreadHoldSteps is the minimum number of decode steps between two
 	// thread changes.
@@ -33,8 +35,13 @@ const (
 	// CollapseRatio alone (no load readings) lowers the thread count.
 	SlowRatio     = 1.3
 	CollapseRatio = 2.0
-	// othersAlpha smooths the run-queue reading across calls.
+	// othersAlpha smooths the run-queue reading across calls as it falls.
 	othersAlpha = 0.5
+	// ThreadCadence is the call cadence (steps) the policy asks for while
+	// it can choose among several CPUs: a hog that arrives or leaves is seen
+	// within a few steps (the host still keeps calls ≥ 50 ms apart, so a
+	// fast model is not asked more often than that).
+	ThreadCadence = 4
 )
 
 // ReasonCPUContention is this policy's reason code for thread changes (the
@@ -59,11 +66,16 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 	cur := s.CurThreads
 	load := s.Has(abi.PresentCPULoad) && s.CPUAllowed > 0
 	if load {
+		// A new task counts at once (the lower rule still wants it
+		// confirmed); a task gone fades over calls.
 		o := max(0, s.CPURunnable-1)
-		if !ts.seen {
+		if !ts.seen || o > ts.others {
 			ts.others, ts.seen = o, true
 		} else {
 			ts.others += othersAlpha * (o - ts.others)
+		}
+		if s.CPUAllowed > 1 && (d.CadenceSteps <= 0 || d.CadenceSteps > ThreadCadence) {
+			d.CadenceSteps = ThreadCadence
 		}
 	}
 	psi := s.Has(abi.PresentCPUPSI)

@@ -48,19 +48,49 @@ func threadCases() []policytest.Case {
 		blindSteps[i].Present |= abi.PresentStepBaseline
 		blindSteps[i].StepTimeRatio = 2.5
 	}
+	// A hog that has just arrived: PSI (a 10 s average) has not risen yet;
+	// the first call sees it in the run queue only, the next one also in the
+	// step time (one collapsed step at 2 threads: EWMA ratio 1.8).
+	fresh := cpuSteps([]cpuPhase{{n: 20, psi: 0}, {n: 20, hogs: 1, psi: 0}})
+	for i := range fresh {
+		fresh[i].Present |= abi.PresentStepBaseline
+		fresh[i].StepTimeRatio = 1
+		if i > 20 {
+			fresh[i].StepTimeRatio = 1.8
+		}
+	}
 	return []policytest.Case{
+		{
+			Name: "a hog before PSI rises: lowered at the first slow step", Base: engine(),
+			Start: func() abi.Decision { d := threadStart(); d.CadenceSteps = 16; return d }(), Steps: fresh,
+			After: func(t *testing.T, steps []policytest.Step) {
+				for k, st := range steps {
+					want := int32(2)
+					if k >= 21 {
+						want = 1
+					}
+					if st.Decision.Threads != want {
+						t.Fatalf("step %d: %d threads, want %d (hog from step 20, slow from 21)", k, st.Decision.Threads, want)
+					}
+					if st.Decision.CadenceSteps != ThreadCadence {
+						t.Fatalf("step %d: cadence %d, want %d (from the host's 16) while threads can change", k, st.Decision.CadenceSteps, ThreadCadence)
+					}
+				}
+			},
+		},
 		{
 			Name: "cpu hogs come and go", Base: engine(), Start: threadStart(), Steps: hogSteps,
 			After: func(t *testing.T, steps []policytest.Step) {
 				threadsAt := func(k int) int32 { return steps[k].Decision.Threads }
 				// quiet 0-39: 2 threads; one hog 40-119: 1 thread from its
-				// first reading (two smoothed readings at most); quiet
-				// 120-159: back to 2 within the calm readings and the hold;
-				// two hogs 160-239: 1; quiet 240-279: 2.
+				// first reading (a rise in the run queue counts at once, PSI
+				// confirms); quiet 120-159: back to 2 within the calm
+				// readings and the hold; two hogs 160-239: 1 from their
+				// first reading; quiet 240-279: 2.
 				want := []struct {
 					from, to int
 					threads  int32
-				}{{0, 39, 2}, {42, 119, 1}, {120 + ThreadCalmCalls + 2, 159, 2}, {162, 239, 1}, {240 + ThreadCalmCalls + ThreadHoldSteps, 279, 2}}
+				}{{0, 39, 2}, {40, 119, 1}, {120 + ThreadCalmCalls + 2, 159, 2}, {160, 239, 1}, {240 + ThreadCalmCalls + ThreadHoldSteps, 279, 2}}
 				for _, w := range want {
 					for k := w.from; k <= w.to; k++ {
 						if threadsAt(k) != w.threads {

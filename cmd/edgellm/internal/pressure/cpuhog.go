@@ -166,9 +166,43 @@ func StartCPUHog(ctx context.Context, cpus []int, cg *Cgroup) (*CPUHog, error) {
 // Pid is the hog's process id.
 func (h *CPUHog) Pid() int { return h.cmd.Process.Pid }
 
-// CPUTime is the CPU time the hog has used so far (user + system, all its
-// threads), read from /proc.
-func (h *CPUHog) CPUTime() (time.Duration, error) { return ProcessCPUTime(h.Pid()) }
+// CPUTime is the CPU time the hog has used so far (all its threads), read
+// from /proc in nanoseconds (each task's schedstat: a hog's threads live as
+// long as it does), else in clock ticks (ProcessCPUTime), so that a phase of
+// a few milliseconds on a fast machine still shows the hog's time.
+func (h *CPUHog) CPUTime() (time.Duration, error) {
+	if t, err := tasksSchedCPU(h.Pid()); err == nil {
+		return t, nil
+	}
+	return ProcessCPUTime(h.Pid())
+}
+
+// tasksSchedCPU sums the run time of process pid's live tasks, the first
+// field of /proc/PID/task/TID/schedstat (nanoseconds).
+func tasksSchedCPU(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+		if err != nil {
+			return 0, err
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 1 {
+			return 0, fmt.Errorf("pressure: %s/%s/schedstat: empty", dir, e.Name())
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("pressure: %s/%s/schedstat: %w", dir, e.Name(), err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
 
 // Stop ends the hog (its stdin closes; killed after 5 s) and returns its
 // exit error, nil when it exited cleanly.

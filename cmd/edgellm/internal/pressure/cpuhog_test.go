@@ -42,6 +42,21 @@ func TestCPUHogSpins(t *testing.T) {
 	if err := h.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
+	// The nanosecond reading and the tick one agree to the tick reading's
+	// resolution (2 ticks: utime and stime each truncated) plus what the
+	// hog ran between the two reads (bounded by the wall time between them).
+	p0 := time.Now()
+	ns, errNS := tasksSchedCPU(h.Pid())
+	ticks, errT := ProcessCPUTime(h.Pid())
+	between := time.Since(p0)
+	if errNS == nil && errT == nil {
+		tick := time.Second / time.Duration(userHZ)
+		if d := ns - ticks; d < -between || d > 2*tick+between {
+			t.Errorf("schedstat %v against /proc/PID/stat %v: off by more than 2 ticks", ns, ticks)
+		}
+	} else {
+		t.Logf("schedstat %v, stat %v: not compared", errNS, errT)
+	}
 	t.Logf("hog on CPU %d: %v CPU in %v wall", cpu, c1-c0, wall)
 	if c1-c0 < wall/10 {
 		t.Errorf("hog used %v CPU in %v: not spinning", c1-c0, wall)

@@ -114,3 +114,12 @@ func writeCPUPhases(w io.Writer, r *Report) {
 	}
 	tw.Flush()
 }
+
+// threads is the contender's starting decode thread count: its own when
+// given, else the scenario's.
+func (p Policy) threads(s *Spec) int {
+	if p.Threads > 0 {
+		return p.Threads
+	}
+	return s.Threads
+}

@@ -110,7 +110,7 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	// cgroup charges them as the engine's own); the native engine maps
 	// them and releases a tier's pages itself when it steps down.
 	args := runargs.Run{Tiers: paths, Engine: s.Engine, NoMmap: s.Engine == "llamacpp", StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
-		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: s.Threads, Ctx: s.Ctx, Prompt: s.Prompt}.Argv()
+		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: p.threads(s), Ctx: s.Ctx, Prompt: s.Prompt}.Argv()
 	args = append(args, r.sensors...)
 	if s.Serve != nil {
 		args = r.serveArgv(paths, e.statsPath, wasm)

@@ -67,6 +67,9 @@ type Policy struct {
 	Name    string `yaml:"name"`
 	Wasm    string `yaml:"wasm"`
 	Builtin string `yaml:"builtin"`
+	// Threads is this contender's starting decode thread count (0: the
+	// scenario's threads), so static -t 1 and static -t 2 can both run.
+	Threads int `yaml:"threads"`
 }
 
 // Memory is the memory pressure: a cgroup limit on the engine and
@@ -189,6 +192,8 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("policies[%d] (%s): give exactly one of wasm or builtin", i, p.Name)
 		case p.Builtin != "" && !nameRE.MatchString(p.Builtin):
 			return fmt.Errorf("policies[%d] (%s): builtin %q is not a policy name", i, p.Name, p.Builtin)
+		case p.Threads < 0 || p.Threads > 256:
+			return fmt.Errorf("policies[%d] (%s): threads %d: want 0 (the scenario's) to 256", i, p.Name, p.Threads)
 		}
 	}
 	if s.Serve != nil {
