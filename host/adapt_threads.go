@@ -75,11 +75,12 @@ func (c *stepClock) fill(threads int, s *abi.Sensors) {
 // MaxInterval is the longest time between policy calls while decoding:
 // when steps get slow (a CPU hog, thread oversubscription) the step cadence
 // alone would leave the policy unasked for many seconds, exactly when it has
-// something to fix. Trace replays (MinInterval 0) keep the pure step cadence.
+// something to fix (a policy that asked for a long cadence, or a step that
+// takes seconds). Trace replays keep the pure step cadence.
 const MaxInterval = 500 * time.Millisecond
 
 // overdue reports whether MaxInterval has passed since the last policy call
 // on live readings.
 func (a *Adapter) overdue(now time.Time) bool {
-	return a.minInterval > 0 && !a.lastCall.IsZero() && now.Sub(a.lastCall) >= MaxInterval
+	return a.wall && !a.lastCall.IsZero() && now.Sub(a.lastCall) >= MaxInterval
 }

@@ -67,10 +67,10 @@ func TestStepClock(t *testing.T) {
 }
 
 // Live readings: a policy call is due once MaxInterval has passed, whatever
-// the step cadence; trace replays (MinInterval 0) keep the pure cadence.
+// the step cadence; trace replays (wall false) keep the pure cadence.
 func TestAdapterOverdue(t *testing.T) {
 	now := time.Now()
-	a := &Adapter{minInterval: defaultMinInterval}
+	a := &Adapter{wall: true}
 	if a.overdue(now) {
 		t.Fatal("overdue before the first call")
 	}
@@ -82,7 +82,7 @@ func TestAdapterOverdue(t *testing.T) {
 	if !a.overdue(now) {
 		t.Fatal("not overdue after MaxInterval")
 	}
-	a.minInterval = 0
+	a.wall = false
 	if a.overdue(now) {
 		t.Fatal("a trace replay must keep the step cadence")
 	}
