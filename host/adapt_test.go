@@ -178,15 +178,16 @@ func median(v []float64) float64 {
 // decode steps, per run; the bound is on the median of interleaved runs.
 // Where other jobs hold the CPUs (CPU pressure some avg10 ≥ 50%), they
 // also evict the policy path's code and data from the shared caches
-// between two steps, and each call runs from memory: measured 1.0-2.4%
-// (median per test run) at a load average of 15 on the 2-core VM. There
-// the bound is 2.5%, still below a path that cost 3% more. The rest of the
+// between two steps, and each call runs from memory: measured 1.0-2.8%
+// (median per test run) at load averages of 10-16 on the 2-core VM. There
+// the bound is 3%; a path made 3% of a step slower (a 17 µs spin added to
+// BeforeStep) measured 4.5% and failed. The rest of the
 // process (the deadline watchdog's wake-ups, the Go runtime's monitor) is
 // compared with and without the policy, pair by pair, and logged with the
 // whole-process CPU ratio: the monitor thread alone varies by ±10 ms per
 // 300 ms run there, more than the 1% asserted.
 func TestPolicyOverheadStories260K(t *testing.T) {
-	r := measureOverhead(t, sharedtest.Stories260K(t), 512, 5)
+	r := measureOverhead(t, sharedtest.Stories260K(t), 512, 7)
 	t.Logf("stories260K, 512 tokens, default policy every %d step(s): per step %v in the policy path, %v decoding (CPU); policy share of decode CPU median %.2f%% (min %.2f%%); other threads %+.2f%%; whole process with/without %.4f; median call %.2f%% of a step; %d failures",
 		DefaultCadence, r.perCall, r.perStep, 100*r.share, 100*r.minShare, 100*r.extra, r.whole, 100*r.medCall, r.failures)
 	if r.failures != 0 {
@@ -194,7 +195,7 @@ func TestPolicyOverheadStories260K(t *testing.T) {
 	}
 	bound := 0.01
 	if psi, ok := sharedtest.CPUPressure("avg10"); ok && psi >= 50 {
-		bound = 0.025
+		bound = 0.03
 		t.Logf("CPU pressure some avg10 %.0f%%: contended caches, bound %.1f%%", psi, 100*bound)
 	}
 	if r.share > bound {

@@ -52,8 +52,8 @@ func WithSources(s Source) Option { return func(c *config) { c.sources = s } }
 
 // WithSmapsInterval re-reads smaps_rollup at most every d and carries the
 // last values forward in between (Smaps.Time says when they were read);
-// a read that took longer than d/1000 stretches the wait to 1000 times its
-// cost, up to 10 d (smapsWait).
+// a read that took longer than d/10000 stretches the wait to 10000 times
+// its cost, up to 10 d (smapsWait).
 // smaps_rollup is the one expensive sensor: the kernel walks the page tables
 // of the whole process, which costs tens of microseconds for a Go binary and
 // grows with the resident size (about 30 ns per resident 4 KiB page measured
@@ -90,15 +90,16 @@ func WithThermalZoneTypes(types ...string) Option {
 const DefaultSmapsInterval = time.Second
 
 // smapsCostDiv bounds the time spent reading smaps_rollup to 1/smapsCostDiv
-// of the time (0.1%): the next read waits at least smapsCostDiv times as
+// of the time (0.01%): the next read waits at least smapsCostDiv times as
 // long as the last one took, when that is longer than the interval. The
 // page-table walk grows with the resident size (a 560 MiB model: about 4
-// ms, 0.4% of a core at one read a second), and on a process decoding a
-// token every few hundred µs with a policy asked every step, that alone was
-// a quarter of the policy's 1% budget. maxSmapsStretch caps the wait at
-// that many intervals, so PSS is never staler than that.
+// ms, 0.4% of a core at one read a second), and with a policy asked every
+// decode step it was the largest single item of the per-step path's CPU
+// samples (~10%, stories260K under perf, at 1/1000). maxSmapsStretch caps
+// the wait at that many intervals, so PSS is never staler than that; RSS
+// (statm) stays fresh on every Read.
 const (
-	smapsCostDiv    = 1000
+	smapsCostDiv    = 10000
 	maxSmapsStretch = 10
 )
 

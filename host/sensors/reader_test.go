@@ -358,11 +358,11 @@ func TestSmapsWait(t *testing.T) {
 	for _, tc := range []struct {
 		every, cost, want time.Duration
 	}{
-		{time.Second, 50 * time.Microsecond, time.Second},       // a small process: the interval
-		{time.Second, time.Millisecond, time.Second},            // exactly 0.1%
-		{time.Second, 4 * time.Millisecond, 4 * time.Second},    // a 560 MiB model resident
-		{time.Second, 50 * time.Millisecond, 10 * time.Second},  // capped
-		{100 * time.Millisecond, time.Millisecond, time.Second}, // capped at 10 intervals
+		{time.Second, 50 * time.Microsecond, time.Second},             // a small process: the interval
+		{time.Second, 100 * time.Microsecond, time.Second},            // exactly 0.01%
+		{time.Second, 400 * time.Microsecond, 4 * time.Second},        // stretched
+		{time.Second, 4 * time.Millisecond, 10 * time.Second},         // a 560 MiB model resident: capped
+		{100 * time.Millisecond, 200 * time.Microsecond, time.Second}, // capped at 10 intervals
 		{time.Second, 0, time.Second},
 	} {
 		if got := smapsWait(tc.every, tc.cost); got != tc.want {
