@@ -14,11 +14,11 @@ import (
 // watches), and the expiry with its late-timer grace that both use.
 
 // stopTimer is the per-call deadline of instrumented modules: a watchdog
-// goroutine that sets the armed instance's stop flag. Nothing is allocated
-// per call, and the decode thread neither starts nor stops a timer: arm
-// records the call under a mutex and wakes the watchdog only when it is
-// idle. The watchdog sleeps in a blocking system call (watchSleeper: ppoll
-// on an eventfd on Linux), not on a runtime timer, and looks at the call
+// that sets the armed instance's stop flag. Nothing is allocated per call,
+// and the decode thread neither starts nor stops a timer: arm records the
+// call and wakes the watchdog only when it is idle. The watchdog sleeps in
+// a blocking system call (ppoll on an eventfd on Linux), not on a runtime
+// timer, and looks at the call
 // armed when it wakes: one past its expiry is probed and stopped (expiry);
 // one younger than its expiry is looked at again at that expiry; none is
 // looked for again a deadline later if calls were armed since the last
@@ -28,13 +28,18 @@ import (
 // Measured (host TestPolicyOverheadStories260K under perf, loaded 2-core
 // VM): a time.Timer Reset and Stop per call woke an idle thread for the
 // timer (a futex wake, a cross-CPU interrupt in a VM) at every call, 12-18%
-// of the per-step policy path's CPU samples. The watchdog's own wakes cost
-// ~1-3 ms of CPU per 300 ms run there (RATIONALE.md).
+// of the per-step policy path's CPU samples; a goroutine woken once per
+// deadline kept the runtime's monitor thread busy (RATIONALE.md).
 //
 // A stale look (an earlier call's) finds no target or a later expiry and
 // stops nothing, so it can never stop a later call or another instance;
 // after disarm returns, the flag is never set.
+//
+// On Linux with cgo the watchdog is a thread outside the Go runtime
+// (nativeWatchdog, watchdog_cgo.go) that hands only overdue calls to a
+// goroutine (chase); the goroutine below (watch) is the fallback.
 type stopTimer struct {
+	native  *nativeWatchdog // nil: the Go watchdog (sleeper, watch)
 	sleeper watchSleeper
 	closed  atomic.Bool
 
@@ -149,15 +154,48 @@ func (e *expiry) check(now time.Time) (due bool, wait time.Duration) {
 func (s *stopTimer) init(d time.Duration) {
 	s.exp.d = d
 	s.idle = true
-	if d > 0 {
+	if d <= 0 {
+		return
+	}
+	if s.native = newNativeWatchdog(s); s.native == nil {
 		s.sleeper = newWatchSleeper()
 		go s.watch()
 	}
 }
 
 func (s *stopTimer) close() {
-	if s.sleeper != nil && !s.closed.Swap(true) {
+	if s.closed.Swap(true) {
+		return
+	}
+	if s.native != nil {
+		s.native.close()
+	} else if s.sleeper != nil {
 		s.sleeper.wake() // the watchdog sees closed and closes the sleeper
+	}
+}
+
+// chase follows a call the native watchdog found past its deadline, by the
+// expiry rules (probes, graces), until it is stopped or no call is armed.
+func (s *stopTimer) chase() {
+	for {
+		s.mu.Lock()
+		if s.target == nil {
+			s.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		due, wait := s.exp.check(now)
+		if due {
+			s.target.Set(1)
+			s.fired, s.target = true, nil
+			s.mu.Unlock()
+			return
+		}
+		if wait == 0 {
+			wait = s.exp.at.Sub(now) // a later call, younger than its deadline
+		}
+		s.mu.Unlock()
+		time.Sleep(wait)
 	}
 }
 
@@ -178,12 +216,16 @@ func (s *stopTimer) arm(g api.MutableGlobal, tc threadClock) {
 	s.target, s.fired = g, false
 	s.exp.start(now, tc)
 	s.armed++
+	d := s.exp.d
 	wake := s.idle || s.exp.at.Before(s.when)
 	if wake {
 		s.idle, s.when = false, s.exp.at
 	}
 	s.mu.Unlock()
-	if wake && s.sleeper != nil {
+	switch {
+	case s.native != nil:
+		s.native.arm(d)
+	case wake && s.sleeper != nil:
 		s.sleeper.wake()
 	}
 }
@@ -191,6 +233,9 @@ func (s *stopTimer) arm(g api.MutableGlobal, tc threadClock) {
 // disarm ends the call and reports whether the deadline fired during it
 // (the flag is then set: the instance must be discarded).
 func (s *stopTimer) disarm() (fired bool) {
+	if s.native != nil {
+		s.native.disarm()
+	}
 	s.mu.Lock()
 	s.target = nil
 	fired = s.fired
