@@ -34,12 +34,11 @@ func enableLayerLatency(sess Session) bool {
 	return ok && ls.SetLayerLatencyEvery(DefaultLayerLatencyEvery) == nil
 }
 
-// fillLayerLatency puts the latest per-layer sample into s (with
-// PresentLayerLatency) when the session has one and the sensor source
-// (a trace) did not fill the field.
-func fillLayerLatency(sess Session, s *abi.Sensors) {
-	ls, ok := sess.(LayerLatencySampler)
-	if !ok || s.Has(abi.PresentLayerLatency) { // a trace's (SIMULATED) values win
+// fillLayerLatency puts ls's latest per-layer sample into s (with
+// PresentLayerLatency) when it has one and the sensor source (a trace) did
+// not fill the field.
+func fillLayerLatency(ls LayerLatencySampler, s *abi.Sensors) {
+	if s.Has(abi.PresentLayerLatency) { // a trace's (SIMULATED) values win
 		return
 	}
 	var ll LayerLatency

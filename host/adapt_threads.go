@@ -77,7 +77,8 @@ func (c *stepClock) fill(threads int, s *abi.Sensors) {
 // MaxInterval is the longest time between policy calls while decoding:
 // when steps get slow (a CPU hog, thread oversubscription) the step cadence
 // alone would leave the policy unasked for many seconds, exactly when it has
-// something to fix. Trace replays (MinInterval 0) keep the pure step cadence.
+// something to fix (a policy that asked for a long cadence, or a step that
+// takes seconds). Trace replays keep the pure step cadence.
 const MaxInterval = 500 * time.Millisecond
 
 // JumpRatio is the step time, over the quiet baseline at the same thread
@@ -101,5 +102,5 @@ func (c *stepClock) jumped() bool {
 // the cadence: MaxInterval has passed since the last call, or the last step
 // jumped (stepClock.jumped).
 func (a *Adapter) overdue(now time.Time) bool {
-	return a.minInterval > 0 && !a.lastCall.IsZero() && (now.Sub(a.lastCall) >= MaxInterval || a.steps.jumped())
+	return a.wall && !a.lastCall.IsZero() && (now.Sub(a.lastCall) >= MaxInterval || a.steps.jumped())
 }

@@ -67,10 +67,10 @@ func TestStepClock(t *testing.T) {
 }
 
 // Live readings: a policy call is due once MaxInterval has passed, whatever
-// the step cadence; trace replays (MinInterval 0) keep the pure cadence.
+// the step cadence; trace replays (wall false) keep the pure cadence.
 func TestAdapterOverdue(t *testing.T) {
 	now := time.Now()
-	a := &Adapter{minInterval: defaultMinInterval}
+	a := &Adapter{wall: true}
 	if a.overdue(now) {
 		t.Fatal("overdue before the first call")
 	}
@@ -98,7 +98,7 @@ func TestAdapterOverdue(t *testing.T) {
 		}
 	}
 	a.steps.observe(2, time.Second)
-	a.minInterval = 0
+	a.wall = false
 	if a.overdue(now) {
 		t.Fatal("a trace replay must keep the step cadence")
 	}
@@ -107,7 +107,7 @@ func TestAdapterOverdue(t *testing.T) {
 // A wait at the scenario's token gate is not a step: after RefreshSensors
 // the next step is not observed, so the wait does not jump the step clock.
 func TestRefreshSkipsGateWait(t *testing.T) {
-	a := &Adapter{minInterval: defaultMinInterval, lastCall: time.Now()}
+	a := &Adapter{wall: true, lastCall: time.Now()}
 	a.cur.Threads = 1
 	for range baselineSteps {
 		a.steps.observe(1, 10*time.Millisecond)

@@ -49,8 +49,9 @@
 // engine and session can apply, loads and verifies the policy (signed
 // bundles; loose .wasm only with policy.Config.WithInsecure), and returns
 // the compiler's freed heap to the OS before decoding starts. The Adapter
-// it returns calls the policy every Decision.CadenceSteps steps (at most
-// every 50 ms with live sensors), applies what the engine
+// it returns calls the policy every Decision.CadenceSteps steps (every
+// step by default, DefaultCadence; with live sensors also whenever
+// MaxInterval passed since the last call), applies what the engine
 // supports and keeps the rest of the decision as it was; a policy that
 // fails is answered by the last good decision and never stops decoding.
 //

@@ -195,9 +195,13 @@ func (l *Limits) clamp(d, cur *abi.Decision, kvMask uint8) ClampSet {
 		}
 		c |= ClampCPUMask
 	}
-	if d.KVType != abi.KVUnknown && kvMask&(1<<d.KVType) == 0 {
+	// Keeping the type in force is always possible, even for an engine
+	// that cannot switch (kvMask 0): only a change can be clamped.
+	if d.KVType != abi.KVUnknown && d.KVType != cur.KVType && kvMask&(1<<d.KVType) == 0 {
 		d.KVType = cur.KVType // an engine that cannot switch keeps its type
-		if d.KVType != abi.KVUnknown && kvMask&(1<<d.KVType) == 0 {
+		// Keeping the type in force is always possible, even for an engine
+		// that cannot switch (kvMask 0): only a change can be clamped.
+		if d.KVType != abi.KVUnknown && d.KVType != cur.KVType && kvMask&(1<<d.KVType) == 0 {
 			d.KVType = abi.KVUnknown
 		}
 		c |= ClampKVType

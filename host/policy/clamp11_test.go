@@ -52,3 +52,26 @@ func TestClampSpecFields(t *testing.T) {
 		t.Errorf("CPUs = 0: %+v, clamps %v", d, c)
 	}
 }
+
+// An engine that cannot switch its KV type (kvMask 0): keeping the type in
+// force is not a clamp (it was reported at every step, and every report
+// woke the logger goroutine); asking for another one is clamped back to it.
+func TestClampKVTypeFixed(t *testing.T) {
+	l := Limits{NTiers: 1, NLayers: 4, MaxWindow: 64, MaxThreads: 2, MaxCadence: 8}
+	cur := abi.Decision{KVType: abi.KVF16}
+	for _, tc := range []struct {
+		name   string
+		in     abi.KVType
+		want   abi.KVType
+		clamps ClampSet
+	}{
+		{"keep", abi.KVF16, abi.KVF16, 0},
+		{"leave as is", abi.KVUnknown, abi.KVUnknown, 0},
+		{"switch", abi.KVQ8_0, abi.KVF16, ClampKVType},
+	} {
+		d := abi.Decision{KVType: tc.in}
+		if c := l.clamp(&d, &cur, 0); c != tc.clamps || d.KVType != tc.want {
+			t.Errorf("%s: kv %v clamps %v, want %v %v", tc.name, d.KVType, c.Names(), tc.want, tc.clamps.Names())
+		}
+	}
+}

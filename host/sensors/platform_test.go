@@ -186,3 +186,21 @@ func BenchmarkSamplerFillCached(b *testing.B) {
 		s.Fill(&a)
 	}
 }
+
+// A reading that costs more than 1/readCostDiv of the interval stretches
+// the wait to readCostDiv times its cost, at most maxReadStretch intervals;
+// an interval ≤ 0 reads every time.
+func TestSamplerReadWait(t *testing.T) {
+	for _, tc := range []struct {
+		every, cost, want time.Duration
+	}{
+		{100 * time.Millisecond, 50 * time.Microsecond, 100 * time.Millisecond},  // the quiet budget
+		{100 * time.Millisecond, 260 * time.Microsecond, 260 * time.Millisecond}, // loaded
+		{100 * time.Millisecond, 2 * time.Millisecond, 500 * time.Millisecond},   // capped
+		{0, time.Millisecond, 0},
+	} {
+		if got := readWait(tc.every, tc.cost); got != tc.want {
+			t.Errorf("readWait(%v, %v) = %v, want %v", tc.every, tc.cost, got, tc.want)
+		}
+	}
+}

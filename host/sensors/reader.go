@@ -51,7 +51,9 @@ func WithPID(pid int) Option { return func(c *config) { c.pid = pid } }
 func WithSources(s Source) Option { return func(c *config) { c.sources = s } }
 
 // WithSmapsInterval re-reads smaps_rollup at most every d and carries the
-// last values forward in between (Smaps.Time says when they were read).
+// last values forward in between (Smaps.Time says when they were read);
+// a read that took longer than d/10000 stretches the wait to 10000 times
+// its cost, up to 10 d (smapsWait).
 // smaps_rollup is the one expensive sensor: the kernel walks the page tables
 // of the whole process, which costs tens of microseconds for a Go binary and
 // grows with the resident size (about 30 ns per resident 4 KiB page measured
@@ -86,6 +88,26 @@ func WithThermalZoneTypes(types ...string) Option {
 
 // DefaultSmapsInterval is how often a Reader re-reads smaps_rollup by default.
 const DefaultSmapsInterval = time.Second
+
+// smapsCostDiv bounds the time spent reading smaps_rollup to 1/smapsCostDiv
+// of the time (0.01%): the next read waits at least smapsCostDiv times as
+// long as the last one took, when that is longer than the interval. The
+// page-table walk grows with the resident size (a 560 MiB model: about 4
+// ms, 0.4% of a core at one read a second), and with a policy asked every
+// decode step it was the largest single item of the per-step path's CPU
+// samples (~10%, stories260K under perf, at 1/1000). maxSmapsStretch caps
+// the wait at that many intervals, so PSS is never staler than that; RSS
+// (statm) stays fresh on every Read.
+const (
+	smapsCostDiv    = 10000
+	maxSmapsStretch = 10
+)
+
+// smapsWait is the wait before the next smaps_rollup read, after one that
+// took cost, with the configured interval every.
+func smapsWait(every, cost time.Duration) time.Duration {
+	return min(max(every, smapsCostDiv*cost), maxSmapsStretch*every)
+}
 
 // scratchSize bounds one kernel file read; /proc/meminfo is about 1.5 KiB.
 const scratchSize = 16 << 10
@@ -212,7 +234,7 @@ func (r *Reader) Read(s *Snapshot) {
 			parseSmapsRollup(b, &s.Smaps)
 			s.Smaps.Time = s.Time
 		}
-		r.lastSmaps, r.smapsDue = s.Smaps, s.Time.Add(r.cfg.smapsEvery)
+		r.lastSmaps, r.smapsDue = s.Smaps, s.Time.Add(smapsWait(r.cfg.smapsEvery, time.Since(s.Time)))
 	}
 	r.thermal.read(buf, &s.Thermal)
 	r.power.read(buf, &s.Power)

@@ -350,3 +350,23 @@ func BenchmarkSmapsRollupResident(b *testing.B) {
 	b.ReportMetric(float64(s.Smaps.Rss>>20), "rss_MiB")
 	big[0] = 2
 }
+
+// A smaps_rollup read that costs more than 1/smapsCostDiv of the interval
+// stretches the wait to smapsCostDiv times its cost, at most
+// maxSmapsStretch intervals.
+func TestSmapsWait(t *testing.T) {
+	for _, tc := range []struct {
+		every, cost, want time.Duration
+	}{
+		{time.Second, 50 * time.Microsecond, time.Second},             // a small process: the interval
+		{time.Second, 100 * time.Microsecond, time.Second},            // exactly 0.01%
+		{time.Second, 400 * time.Microsecond, 4 * time.Second},        // stretched
+		{time.Second, 4 * time.Millisecond, 10 * time.Second},         // a 560 MiB model resident: capped
+		{100 * time.Millisecond, 200 * time.Microsecond, time.Second}, // capped at 10 intervals
+		{time.Second, 0, time.Second},
+	} {
+		if got := smapsWait(tc.every, tc.cost); got != tc.want {
+			t.Errorf("smapsWait(%v, %v) = %v, want %v", tc.every, tc.cost, got, tc.want)
+		}
+	}
+}

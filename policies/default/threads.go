@@ -37,10 +37,10 @@ const (
 	CollapseRatio = 2.0
 	// othersAlpha smooths the run-queue reading across calls as it falls.
 	othersAlpha = 0.5
-	// ThreadCadence is the call cadence (steps) the policy asks for while
-	// it can choose among several CPUs: a hog that arrives or leaves is seen
-	// within a few steps (the host still keeps calls ≥ 50 ms apart, so a
-	// fast model is not asked more often than that).
+	// ThreadCadence is the longest call cadence (steps) the policy accepts
+	// while it can choose among several CPUs: a hog that arrives or leaves
+	// is seen within a few steps. The host's default is every step, which
+	// it leaves alone; a longer cadence in force is shortened to this.
 	ThreadCadence = 4
 )
 
