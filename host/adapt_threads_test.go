@@ -107,7 +107,7 @@ func TestAdapterOverdue(t *testing.T) {
 // A wait at the scenario's token gate is not a step: after RefreshSensors
 // the next step is not observed, so the wait does not jump the step clock.
 func TestRefreshSkipsGateWait(t *testing.T) {
-	a := &Adapter{wall: true, lastCall: time.Now()}
+	a := &Adapter{wall: true, lastCall: time.Now(), next: 100} // no call due at step 5: only the step is observed
 	a.cur.Threads = 1
 	for range baselineSteps {
 		a.steps.observe(1, 10*time.Millisecond)
