@@ -82,6 +82,12 @@ type ModelInfo struct {
 	ParamCount  int64
 	FileType    string // e.g. "Q4_0", "F32", "mostly Q8_0"
 	Description string // llama_model_desc or equivalent
+	// RepackBytes is the anonymous memory of the weights copied into
+	// repacked layouts (LoadOptions.Repack; every weight set on the native
+	// engine): not page cache, so not reclaimable under pressure. 0 without
+	// repacking or when no weight is eligible (RepackTensors 0).
+	RepackBytes   int64
+	RepackTensors int
 }
 
 // Vocab tokenizes and detokenizes.
