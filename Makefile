@@ -23,11 +23,12 @@ endif
 
 export CGO_ENABLED  := 1
 export CGO_CPPFLAGS  = -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include
-# REPACK=1 defines GGML_USE_CPU_REPACK: ggml then registers its CPU_REPACK
-# buffer type and llama.cpp loads Q4_0/IQ4_NL/Q8_0 weights into interleaved
-# layouts (anonymous memory, faster kernels; see docs/BENCHMARKS.md). Opt-in:
-# changing the cgo flags recompiles llama.cpp (3+ minutes) and the suite has
-# not been run with it on yet.
+# GGML_USE_CPU_REPACK makes ggml register its CPU_REPACK buffer type, so the
+# repacked (interleaved) Q4_0/IQ4_NL/Q8_0 kernels are in the binary. Whether a
+# model's weights are repacked is a runtime choice on both engines (`--repack`,
+# host.LoadOptions.Repack; default off: repacked weights are anonymous memory
+# the kernel cannot reclaim). REPACK=0 builds without it (recompiles llama.cpp).
+REPACK ?= 1
 ifeq ($(REPACK),1)
   CGO_CPPFLAGS += -DGGML_USE_CPU_REPACK
 endif

@@ -6,6 +6,7 @@ import (
 
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/llamacpp"
+	"github.com/edgellm/edgellm/kernels"
 )
 
 // LoadOptions configures Load.
@@ -26,8 +27,13 @@ type LoadOptions struct {
 	LayerSets []string
 	// NoMmap reads weights into memory instead of mapping the file.
 	NoMmap bool
-	// NoRepack keeps llama.cpp from repacking weights (they stay mmap'd).
-	NoRepack bool
+	// Repack copies the weights ggml has faster interleaved kernels for
+	// (Q4_0, IQ4_NL, Q4_K on AVX2/NEON) into repacked layouts, on both
+	// engines: faster matrix products, paid for in anonymous memory that the
+	// kernel cannot reclaim under pressure (the native engine reports it per
+	// weight set in its load report). Off: weights stay in the mmap'd,
+	// reclaimable page cache. An error in a build without repacking.
+	Repack bool
 	// Notices receives one-line notices (engine fallback); nil discards them.
 	Notices io.Writer
 }
@@ -49,6 +55,9 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	case "auto", "native", "llamacpp":
 	default:
 		return nil, fmt.Errorf("unknown engine %q (want auto, native or llamacpp)", kind)
+	}
+	if opts.Repack && !kernels.RepackAvailable() {
+		return nil, fmt.Errorf("--repack: %w", kernels.ErrNoRepack)
 	}
 	first := path
 	if len(opts.Tiers) > 0 {
@@ -99,7 +108,7 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	if len(opts.LayerSets) > 0 {
 		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a llama model", first)
 	}
-	lo := llamacpp.Options{NoMmap: opts.NoMmap, NoRepack: opts.NoRepack}
+	lo := llamacpp.Options{NoMmap: opts.NoMmap, Repack: opts.Repack}
 	if len(opts.Tiers) > 0 {
 		return llamacpp.LoadLadder(opts.Tiers, opts.StartTier, lo)
 	}

@@ -216,6 +216,10 @@ func (b *BackendBuffer) SetWeightsUsage() {
 // Size is the buffer size in bytes.
 func (b *BackendBuffer) Size() int64 { return b.size }
 
+// Base is the address of the buffer's first byte (to find its pages in
+// /proc/self/smaps).
+func (b *BackendBuffer) Base() uintptr { return uintptr(b.base) }
+
 // Close frees the buffer (for a pointer buffer, only the wrapper; the memory
 // stays the caller's). Tensors placed in it must not be used afterwards.
 func (b *BackendBuffer) Close() error {

@@ -16,7 +16,8 @@ import (
 )
 
 // ModelParams configures LoadModel. The zero value loads all weights with mmap
-// on the CPU, with llama.cpp's weight repacking enabled (its default).
+// on the CPU, not repacked (llama.cpp's default is to repack; ours is to keep
+// the weights in the reclaimable page cache).
 type ModelParams struct {
 	// NoMmap reads the weights into anonymous memory instead of mapping the
 	// file (use_mmap = false).
@@ -26,9 +27,12 @@ type ModelParams struct {
 	// VocabOnly loads only the vocabulary and metadata, no weights. A
 	// vocab-only Model has a Vocab but cannot create Contexts.
 	VocabOnly bool
-	// NoRepack disables llama.cpp's repacked weight layouts
-	// (use_extra_bufts = false): weights stay in the mmap'd page cache.
-	NoRepack bool
+	// Repack enables llama.cpp's repacked weight layouts (use_extra_bufts):
+	// eligible matrices (RepackEligible) are copied into ggml's CPU_REPACK
+	// buffer, anonymous memory. Without it (use_extra_bufts = false) weights
+	// stay in the mmap'd page cache. It has no effect in a build without
+	// CPU_REPACK (RepackAvailable false).
+	Repack bool
 	// CheckTensors validates tensor data while loading (check_tensors).
 	CheckTensors bool
 }
@@ -70,7 +74,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	mp.use_mmap = C.bool(!p.NoMmap)
 	mp.use_mlock = C.bool(p.Mlock)
 	mp.vocab_only = C.bool(p.VocabOnly)
-	mp.use_extra_bufts = C.bool(!p.NoRepack)
+	mp.use_extra_bufts = C.bool(p.Repack)
 	mp.check_tensors = C.bool(p.CheckTensors)
 
 	cpath := C.CString(path)

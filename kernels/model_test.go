@@ -177,7 +177,7 @@ func TestVocabOnly(t *testing.T) {
 // TestMmapOff checks that a model read without mmap decodes identically.
 func TestMmapOff(t *testing.T) {
 	path := sharedtest.Stories260K(t)
-	m, err := LoadModel(path, ModelParams{NoMmap: true, NoRepack: true})
+	m, err := LoadModel(path, ModelParams{NoMmap: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/internal/sharedtest"
@@ -108,6 +111,35 @@ func TestBenchCompareSameEngine(t *testing.T) {
 	}
 }
 
+// TestBenchRepackSides: ENGINE:repack repacks one side of a comparison;
+// the report labels it and gives the anonymous memory it cost (the
+// llama.cpp side's from the header: as many matrices as the native side's
+// in-process count, internal/native TestRepackStats).
+func TestBenchRepackSides(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 {
+		t.Skip("no AVX2: ggml has no repacked Q4_0 kernel on this CPU")
+	}
+	q4 := sharedtest.Path(t, "models/derived/stories260K-ff192-Q4_0.gguf")
+	var r bench.CompareResult
+	benchJSON(t, &r, "-m", q4, "--engine", "native:repack", "--compare", "llamacpp:repack", "-p", "8", "-n", "4", "-r", "1")
+	if r.A == nil || r.B == nil {
+		t.Fatalf("missing side: %+v", r)
+	}
+	for _, s := range []*bench.Result{r.A, r.B} {
+		if !s.Repack || !strings.HasSuffix(s.Engine, bench.RepackSuffix) || s.RepackTensors == 0 || !(s.RepackMB > 0) {
+			t.Errorf("%s: repack %v, %d tensors, %.3f MiB", s.Engine, s.Repack, s.RepackTensors, s.RepackMB)
+		}
+	}
+	if r.A.RepackTensors != r.B.RepackTensors || r.A.RepackMB < r.B.RepackMB {
+		t.Errorf("native repacked %d tensors (%.4f MiB), llama.cpp %d (%.4f MiB)", r.A.RepackTensors, r.A.RepackMB, r.B.RepackTensors, r.B.RepackMB)
+	}
+	var plain bench.CompareResult
+	benchJSON(t, &plain, "-m", q4, "--engine", "native", "--compare", "llamacpp", "-p", "8", "-n", "4", "-r", "1")
+	if plain.A.Repack || plain.B.Repack || plain.A.RepackMB != 0 || plain.B.RepackMB != 0 {
+		t.Errorf("not asked, yet repacked: %+v / %+v", plain.A, plain.B)
+	}
+}
+
 func TestBenchSwap(t *testing.T) {
 	q8 := sharedtest.Path(t, "models/derived/stories260K-ff192-Q8_0.gguf")
 	q4 := sharedtest.Path(t, "models/derived/stories260K-ff192-Q4_0.gguf")
@@ -179,6 +211,7 @@ func TestBenchErrors(t *testing.T) {
 		{"bad kv type", []string{"-m", model, "--kv-type", "q3"}, 2, "--kv-type"},
 		{"bad engine", []string{"-m", model, "--engine", "gpu"}, 2, `--engine "gpu"`},
 		{"bad compare engine", []string{"-m", model, "--compare", "gpu"}, 2, `--compare "gpu"`},
+		{"bad repack suffix", []string{"-m", model, "--compare", "native:packed"}, 2, `--compare "native:packed"`},
 		{"prompt+gen above ctx", []string{"-m", model, "--ctx", "64", "-p", "60", "-n", "8"}, 2, "exceed --ctx 64"},
 		{"ctx above training ctx", []string{"-m", model, "--ctx", "4096", "-p", "8", "-n", "4", "-r", "1"}, 2, "training context 2048"},
 		{"missing model", []string{"-m", "/nonexistent/m.gguf"}, 1, "model /nonexistent/m.gguf: no such file"},

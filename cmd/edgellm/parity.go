@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		Name:    "parity",
 		Summary: "compare the native engine's logits with llama.cpp's on the same model and tokens",
-		Usage:   "[-m MODEL] [--kv-type T] [-n N] [--json]",
+		Usage:   "[-m MODEL] [--kv-type T] [-n N] [--repack] [--json]",
 		Flags: func(fs *pflag.FlagSet) {
 			addModelFlag(fs)
 			addKVTypeFlag(fs)
@@ -22,6 +22,7 @@ func init() {
 			addJSONFlag(fs)
 			fs.IntP("n", "n", 256, "greedy steps to compare")
 			addAttentionFlag(fs)
+			fs.Bool("repack", false, "repack the weights of both engines (like with like: the same interleaved kernels on both sides)")
 			addVerboseFlag(fs)
 		},
 		Run: runParity,
@@ -35,6 +36,7 @@ type parityOptions struct {
 	JSON      bool   `koanf:"json"`
 	N         int    `koanf:"n"`
 	Attention string `koanf:"attention"`
+	Repack    bool   `koanf:"repack"`
 	Verbose   bool   `koanf:"verbose"`
 }
 
@@ -62,11 +64,15 @@ func runParity(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, Attention: att})
+	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack})
 	if err != nil {
 		return err
 	}
-	c.Logf("parity: %s, %d greedy steps, native KV %s, %s attention in both engines", label, o.N, kv, r.Attention)
+	rp := ""
+	if o.Repack {
+		rp = ", weights repacked in both engines"
+	}
+	c.Logf("parity: %s, %d greedy steps, native KV %s, %s attention in both engines%s", label, o.N, kv, r.Attention, rp)
 	if o.JSON {
 		enc := json.NewEncoder(c.Stdout)
 		return enc.Encode(r)

@@ -15,12 +15,14 @@ import (
 
 func addRunStatsFlags(fs *pflag.FlagSet) {
 	fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file (memory pressure then cannot be relieved by dropping page cache)")
+	fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K matrices) into ggml's interleaved layouts on either engine: faster matrix products, paid for in anonymous memory the kernel cannot reclaim under pressure (stderr reports how much)")
 	fs.String("stats-json", "", "write per-token timestamps, tier and decisions as JSONL to this file (for edgellm scenario)")
 	fs.String("logits-out", "", "write the prompt, each generated token and the raw logits it was sampled from to this binary file (internal/logitlog; edgellm scenario measures KL against the highest tier from it)")
 }
 
 type runStatsOptions struct {
 	NoMmap    bool   `koanf:"no-mmap"`
+	Repack    bool   `koanf:"repack"`
 	StatsJSON string `koanf:"stats-json"`
 	LogitsOut string `koanf:"logits-out"`
 }

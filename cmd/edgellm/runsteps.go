@@ -53,7 +53,7 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	} else {
 		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, LayerSets: o.LayerSets, Notices: c.Stderr})
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, LayerSets: o.LayerSets, Notices: c.Stderr})
 	if err != nil {
 		return nil, "", err
 	}
@@ -65,6 +65,9 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	c.Logf("model: %s [%s, %s, %d layers, engine %s]", label, info.Arch, info.FileType, info.NLayer, eng.Name())
 	if d := describeLayerSets(eng); d != "" {
 		c.Logf("%s", d)
+	}
+	if o.Repack {
+		c.Logf("%s", describeRepack(info))
 	}
 	return eng, path, nil
 }
@@ -223,4 +226,15 @@ func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc
 		return nil
 	}
 	return nil, nil
+}
+
+// describeRepack is run's load report line for --repack: what repacking
+// cost, or that nothing in the model was eligible (not an error: the weights
+// then all stay mapped).
+func describeRepack(info host.ModelInfo) string {
+	if info.RepackTensors == 0 {
+		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only Q4_0, IQ4_NL and Q4_K matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType)
+	}
+	return fmt.Sprintf("repack: %d matrices copied into repacked layouts, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure)",
+		info.RepackTensors, float64(info.RepackBytes)/(1<<20))
 }

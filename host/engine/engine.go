@@ -86,6 +86,12 @@ type ModelInfo struct {
 	// the Jinja text host.ApplyChatTemplate matches against llama.cpp's
 	// built-in templates.
 	ChatTemplate string
+	// RepackBytes is the anonymous memory of the weights copied into
+	// repacked layouts (LoadOptions.Repack; every weight set on the native
+	// engine): not page cache, so not reclaimable under pressure. 0 without
+	// repacking or when no weight is eligible (RepackTensors 0).
+	RepackBytes   int64
+	RepackTensors int
 }
 
 // Vocab tokenizes and detokenizes.

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/tokenizer"
 	"github.com/edgellm/edgellm/kernels"
 )
@@ -14,9 +15,10 @@ import (
 type Options struct {
 	// NoMmap reads the weights into anonymous memory instead of mapping them.
 	NoMmap bool
-	// NoRepack keeps llama.cpp from copying weights into repacked layouts
-	// (they then stay in the mmap'd page cache).
-	NoRepack bool
+	// Repack lets llama.cpp copy eligible weights into repacked layouts
+	// (kernels.ModelParams.Repack: anonymous memory, faster kernels); without
+	// it they stay in the mmap'd page cache.
+	Repack bool
 }
 
 // Engine is a llama.cpp model. It implements engine.Engine.
@@ -35,7 +37,7 @@ var _ engine.Engine = (*Engine)(nil)
 
 // Load loads the model at path.
 func Load(path string, opts Options) (*Engine, error) {
-	m, err := kernels.LoadModel(path, kernels.ModelParams{NoMmap: opts.NoMmap, NoRepack: opts.NoRepack})
+	m, err := kernels.LoadModel(path, kernels.ModelParams{NoMmap: opts.NoMmap, Repack: opts.Repack})
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +76,11 @@ func (e *Engine) setModel(m *kernels.Model) {
 		fmt.Sscan(ff, &e.info.NFF)
 	}
 	e.info.ChatTemplate, _ = m.Meta("tokenizer.chat_template")
+	if e.opts.Repack {
+		if f, err := gguf.Open(m.Path()); err == nil {
+			e.info.RepackTensors, e.info.RepackBytes = repackCost(f)
+		}
+	}
 }
 
 // Name returns "llamacpp".

@@ -243,7 +243,7 @@ func (s *Session) SwapTier(to int) (SwapTimings, error) {
 func (s *Session) reopen(path string, state []byte, t *SwapTimings) error {
 	e := s.e
 	t0 := time.Now()
-	m, err := kernels.LoadModel(path, kernels.ModelParams{NoMmap: e.opts.NoMmap, NoRepack: e.opts.NoRepack})
+	m, err := kernels.LoadModel(path, kernels.ModelParams{NoMmap: e.opts.NoMmap, Repack: e.opts.Repack})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/kernels"
 )
 
 // Options configures Load.
@@ -57,6 +58,12 @@ type Options struct {
 	// are scaled by 0 (the target is the skip:N draft there), elsewhere by
 	// SynthEps (1 when 0). A skip:N draft's acceptance is then ≈ SynthAgree.
 	SynthAgree float32
+	// Repack copies every weight set's eligible matrices into ggml's
+	// CPU_REPACK buffer (WeightsOptions.Repack): faster kernels, paid for
+	// in anonymous memory per set (LoadReport.Repack). All sets, because a
+	// session may select any of them for any layer; load fewer sets to pay
+	// less.
+	Repack bool
 }
 
 // LoadReport describes what Load did.
@@ -65,6 +72,27 @@ type LoadReport struct {
 	FileBytes       int64
 	DataPageAligned bool // the GGUF data section starts on a page boundary
 	TiedOutput      bool
+	// Repack is per weight set what Options.Repack cost; nil without it.
+	Repack []RepackStats
+}
+
+// repackTensors is how many matrices all weight sets repacked.
+func (r LoadReport) repackTensors() int {
+	n := 0
+	for _, s := range r.Repack {
+		n += s.Tensors
+	}
+	return n
+}
+
+// RepackBytes is the anonymous memory all weight sets' repacked matrices
+// occupy (their buffers, padding included).
+func (r LoadReport) RepackBytes() int64 {
+	var n int64
+	for _, s := range r.Repack {
+		n += s.BufferBytes
+	}
+	return n
 }
 
 // Engine is the native llama engine over one mmap'd GGUF file (or several:
@@ -104,6 +132,9 @@ func Load(path string, opts Options) (*Engine, error) {
 	if err := checkTiers(opts); err != nil {
 		return nil, err
 	}
+	if opts.Repack && !kernels.RepackAvailable() {
+		return nil, fmt.Errorf("native: %w", kernels.ErrNoRepack)
+	}
 	// Every header is parsed and checked before anything is mapped.
 	headers := make([]*weightsHeader, 0, 1+len(opts.ExtraSets))
 	for i, p := range append([]string{path}, opts.ExtraSets...) {
@@ -128,7 +159,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		}
 	}()
 	for i, h := range headers {
-		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice}
+		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice, Repack: opts.Repack}
 		if i != startSet(opts) {
 			wo.WillNeedLayers = 0 // the other sets fault in when selected
 		}
@@ -151,6 +182,11 @@ func Load(path string, opts Options) (*Engine, error) {
 	ok = true
 	e.report = LoadReport{Duration: time.Since(start), FileBytes: w.Size(),
 		DataPageAligned: w.DataPageAligned, TiedOutput: w.Tied}
+	if opts.Repack {
+		for _, s := range e.sets {
+			e.report.Repack = append(e.report.Repack, s.Repack)
+		}
+	}
 	return e, nil
 }
 
@@ -178,7 +214,8 @@ func (e *Engine) Info() engine.ModelInfo {
 	return engine.ModelInfo{Path: e.w.Path, Arch: c.Arch, Name: name, NVocab: c.NVocab, NCtxTrain: c.NCtxTrain,
 		NEmbd: c.NEmbd, NLayer: c.NLayer, NHead: c.NHead, NHeadKV: c.NHeadKV, NFF: c.NFF,
 		FileBytes: e.w.Size(), ParamCount: e.w.File.ParamCount(), FileType: ft,
-		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl}
+		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl,
+		RepackBytes: e.report.RepackBytes(), RepackTensors: e.report.repackTensors()}
 }
 
 // Vocab is llama.cpp's tokenizer for the model (nil with Options.NoVocab).

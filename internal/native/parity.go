@@ -22,6 +22,10 @@ type ParityOptions struct {
 	// Attention is the kernel of both engines; auto is flash attention (what
 	// both engines choose on the CPU).
 	Attention engine.Attention
+	// Repack repacks the weights of both engines (Options.Repack,
+	// llama.cpp's use_extra_bufts): the same interleaved kernels on both
+	// sides, so the comparison stays like with like.
+	Repack bool
 }
 
 // flash resolves the attention setting shared by both engines of a
@@ -34,9 +38,10 @@ func flash(a engine.Attention) engine.Attention {
 }
 
 // loadReference loads the llama.cpp engine a comparison measures against:
-// the same weights, not repacked (both engines read the same mmap'd pages).
-func loadReference(path string) (*llamacpp.Engine, error) {
-	return llamacpp.Load(path, llamacpp.Options{NoRepack: true})
+// the same weights, repacked when the native engine's are (ParityOptions.Repack):
+// like is compared with like, both engines run the same ggml kernels.
+func loadReference(path string, repack bool) (*llamacpp.Engine, error) {
+	return llamacpp.Load(path, llamacpp.Options{Repack: repack})
 }
 
 // ParityResult compares the native engine's logits with llama.cpp's on the
@@ -52,6 +57,7 @@ type ParityResult struct {
 	RefKVType       string  `json:"ref_kv_type"`
 	Attention       string  `json:"attention"` // flash or classic, both engines
 	Tokens          []int32 `json:"tokens"`    // the reference's greedy tokens
+	Repack          bool    `json:"repack"`    // both engines' weights repacked
 }
 
 // Parity runs llama.cpp and the native engine on the model at path.
@@ -67,12 +73,12 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	if kvType == kernels.GGMLTypeF32 {
 		refKV = engine.KVF32
 	}
-	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true})
+	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
-	le, err := loadReference(path)
+	le, err := loadReference(path, o.Repack)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +110,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 		return nil, err
 	}
 	res.KVType, res.RefKVType, res.Attention = kvType.String(), string(refKV), att.String()
+	res.Repack = o.Repack
 	return res, nil
 }
 
@@ -111,7 +118,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 // (the reference) and with kv, and compares their logits: the cost of KV
 // quantization.
 func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, error) {
-	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true})
+	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
 	if err != nil {
 		return nil, err
 	}

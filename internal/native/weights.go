@@ -68,8 +68,12 @@ type Weights struct {
 	// page boundary (it still works: the whole file is mapped).
 	DataPageAligned bool
 
+	// Repack is what WeightsOptions.Repack did (zero without it).
+	Repack RepackStats
+
 	mapping []byte
 	buf     *kernels.BackendBuffer
+	repack  *kernels.BackendBuffer // CPU_REPACK copies of matrices; nil without Repack
 	meta    *kernels.GGMLContext
 }
 
@@ -80,6 +84,10 @@ type WeightsOptions struct {
 	WillNeedLayers int
 	// Advice is the access advice for the whole mapping.
 	Advice Advice
+	// Repack copies the matrices ggml has interleaved kernels for into its
+	// CPU_REPACK buffer (repack.go): faster matrix products, paid for in
+	// anonymous memory (Weights.Repack). Nothing eligible is not an error.
+	Repack bool
 }
 
 // OpenWeights parses the GGUF header at path, validates every tensor the
@@ -171,8 +179,19 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	w.buf.SetWeightsUsage()
-	if w.meta, err = kernels.NewGGMLContext(len(specs)+1, 0); err != nil {
+	if w.meta, err = kernels.NewGGMLContext(len(specs)+2, 0); err != nil {
 		return nil, err
+	}
+	var rp *repackPlan
+	if o.Repack {
+		rp = planRepack(specs, infos)
+		w.Repack = rp.stats
+		if rp.stats.BufferBytes > 0 {
+			if w.repack, err = kernels.NewRepackBuffer(rp.stats.BufferBytes); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			w.repack.SetWeightsUsage()
+		}
 	}
 	tensors := make(map[string]kernels.Tensor, len(specs))
 	for i, sp := range specs {
@@ -185,18 +204,38 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 			return nil, fmt.Errorf("%s: %s: %w", path, sp.name, err)
 		}
 		x.SetName(sp.name)
-		if err := w.buf.Place(x, f.AbsOffset(t)); err != nil {
+		if off, ok := rp.offset(i); ok {
+			err = w.repackTensor(x, off, f.AbsOffset(t))
+		} else {
+			err = w.buf.Place(x, f.AbsOffset(t))
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		tensors[sp.name] = x
 	}
+	if rp != nil && rp.outDup >= 0 {
+		// The tied head, repacked as its own copy: the embedding stays mapped
+		// for get_rows (llama.cpp's TENSOR_DUPLICATED output).
+		t := infos[rp.embdIdx]
+		x, err := w.meta.NewTensor(kernels.GGMLType(t.Type), t.Dims...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: output copy: %w", path, err)
+		}
+		x.SetName("output.weight")
+		if err := w.repackTensor(x, rp.outDup, f.AbsOffset(t)); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tensors["output.weight"] = x
+	}
 	w.TokEmbd = tensors["token_embd.weight"]
 	w.OutNorm = tensors["output_norm.weight"]
 	w.RopeFreqs = tensors["rope_freqs.weight"]
+	w.Tied = infos[outputSpec(specs)] == nil
 	if out, ok := tensors["output.weight"]; ok {
 		w.Output = out
 	} else {
-		w.Output, w.Tied = w.TokEmbd, true
+		w.Output = w.TokEmbd
 	}
 	w.Layers = make([]LayerWeights, cfg.NLayer)
 	for i := range w.Layers {
@@ -261,6 +300,8 @@ func (w *Weights) Close() error {
 	}
 	w.buf.Close()
 	w.buf = nil
+	w.repack.Close()
+	w.repack = nil
 	w.meta.Close()
 	w.meta = nil
 	if w.mapping != nil {

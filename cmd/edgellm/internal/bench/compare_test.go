@@ -14,7 +14,7 @@ import (
 // (what internal/native's BenchCompare did) runs and yields positive rates.
 func TestCompareEngines(t *testing.T) {
 	r, err := Compare(context.Background(), sharedtest.Stories260K(t), "native", "llamacpp",
-		Options{NPrompt: 16, NGen: 8, Repeats: 1, Threads: 1, NoRepack: true})
+		Options{NPrompt: 16, NGen: 8, Repeats: 1, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ const (
 func TestBenchCompare(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		r, err := Compare(context.Background(), sharedtest.Stories260K(t), "native", "llamacpp",
-			Options{NPrompt: 128, NGen: 128, Repeats: benchReps, Threads: 1, KVType: host.KVF16, NoRepack: true})
+			Options{NPrompt: 128, NGen: 128, Repeats: benchReps, Threads: 1, KVType: host.KVF16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func BenchmarkCompareStories260K(b *testing.B) {
 		b.Run(fmt.Sprint(a), func(b *testing.B) {
 			for b.Loop() {
 				r, err := Compare(context.Background(), path, "native", "llamacpp",
-					Options{NPrompt: 128, NGen: 128, Repeats: 3, Threads: threads, KVType: host.KVF16, Attention: a, NoRepack: true})
+					Options{NPrompt: 128, NGen: 128, Repeats: 3, Threads: threads, KVType: host.KVF16, Attention: a})
 				if err != nil {
 					b.Fatal(err)
 				}

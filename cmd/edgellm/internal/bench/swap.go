@@ -23,9 +23,9 @@ type SwapOptions struct {
 	Repeats int
 	Threads int
 	// NCtx is the session context; 0 = min(2048, the training context).
-	NCtx     int
-	KVType   host.KVType
-	NoRepack bool
+	NCtx   int
+	KVType host.KVType
+	Repack bool
 	// Text, TextName: the context tokens, as for Options.
 	Text, TextName string
 	Progress       io.Writer
@@ -107,7 +107,7 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 	mem.Start()
 
 	t0 := time.Now()
-	eng, err := host.Load("", host.LoadOptions{Engine: "llamacpp", Tiers: o.Tiers, NoRepack: o.NoRepack, Notices: progress})
+	eng, err := host.Load("", host.LoadOptions{Engine: "llamacpp", Tiers: o.Tiers, Repack: o.Repack, Notices: progress})
 	if err != nil {
 		return nil, err
 	}

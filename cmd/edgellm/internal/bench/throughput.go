@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/edgellm/edgellm/host"
@@ -18,7 +19,8 @@ var ErrContext = errors.New("does not fit the context")
 
 // Options configures Run and Compare.
 type Options struct {
-	// Engine is host.LoadOptions.Engine ("auto", "native", "llamacpp").
+	// Engine is host.LoadOptions.Engine ("auto", "native", "llamacpp"),
+	// optionally with the suffix ":repack" (ParseEngine).
 	Engine string
 	// NPrompt prompt tokens are prefilled as one batch; NGen tokens are then
 	// generated (NGen-1 forward passes, the first of them untimed warm-up).
@@ -32,8 +34,10 @@ type Options struct {
 	KVType host.KVType
 	// Attention is the attention kernel of both engines (auto: flash on CPU).
 	Attention host.Attention
-	// NoRepack keeps llama.cpp from repacking weights (host.LoadOptions).
-	NoRepack bool
+	// Repack repacks eligible weights on every engine measured
+	// (host.LoadOptions.Repack); an engine named with ":repack" is repacked
+	// either way.
+	Repack bool
 	// Text is tokenized into the prompt (see MakePrompt); TextName labels it.
 	Text, TextName string
 	// Progress receives one line per load and per repeat; nil discards.
@@ -100,6 +104,11 @@ type Result struct {
 	// attention on CPU for both).
 	Attention string `json:"attention"`
 	Repeats   int    `json:"repeats"`
+	// Repack: the weights were repacked (host.LoadOptions.Repack);
+	// RepackMB is the anonymous memory that cost (engine.ModelInfo).
+	Repack        bool    `json:"repack"`
+	RepackMB      float64 `json:"repack_mb"`
+	RepackTensors int     `json:"repack_tensors"`
 	// PrefillTPS and DecodeTPS are medians over the repeats.
 	PrefillTPS float64 `json:"prefill_tps"`
 	DecodeTPS  float64 `json:"decode_tps"`
@@ -180,14 +189,30 @@ type side struct {
 // but unused by argmax).
 var greedy = host.SamplingParams{Temp: 0, TopK: 0, TopP: 1, MinP: 0, RepeatPenalty: 1, Seed: 42}
 
-func load(path, engine string, o Options, mem *MemSampler) (*side, error) {
+// RepackSuffix on an engine name (Options.Engine, Compare's engines) loads
+// that side with repacked weights: "native:repack" against "native" measures
+// what repacking gives in one process.
+const RepackSuffix = ":repack"
+
+// ParseEngine splits an engine name into the host.LoadOptions engine and
+// whether RepackSuffix asked for repacked weights.
+func ParseEngine(s string) (engine string, repack bool) {
+	if e, ok := strings.CutSuffix(s, RepackSuffix); ok {
+		return e, true
+	}
+	return s, false
+}
+
+func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
+	engine, repack := ParseEngine(engineName)
+	repack = repack || o.Repack
 	rss0, pss0 := mem.Now()
 	t0 := time.Now()
-	eng, err := host.Load(path, host.LoadOptions{Engine: engine, NoRepack: o.NoRepack, Notices: progress})
+	eng, err := host.Load(path, host.LoadOptions{Engine: engine, Repack: repack, Notices: progress})
 	if err != nil {
 		return nil, err
 	}
@@ -215,9 +240,14 @@ func load(path, engine string, o Options, mem *MemSampler) (*side, error) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	fmt.Fprintf(progress, "bench: %s loaded %s in %.1f ms (%s, %d layers)\n", eng.Name(), path, millis(loadTime), info.FileType, info.NLayer)
+	name := eng.Name()
+	if repack {
+		name += RepackSuffix
+		fmt.Fprintf(progress, "bench: %s repacked %d matrices: %.1f MiB of anonymous memory (not reclaimable)\n", name, info.RepackTensors, mib(info.RepackBytes))
+	}
+	fmt.Fprintf(progress, "bench: %s loaded %s in %.1f ms (%s, %d layers)\n", name, path, millis(loadTime), info.FileType, info.NLayer)
 	return &side{eng: eng, prompt: p, res: &Result{
-		Engine: eng.Name(), Model: path, NPrompt: o.NPrompt, NGen: o.NGen, NCtx: nctx,
+		Engine: name, Model: path, Repack: repack, RepackMB: mib(info.RepackBytes), RepackTensors: info.RepackTensors, NPrompt: o.NPrompt, NGen: o.NGen, NCtx: nctx,
 		Threads: threads, KVType: string(o.kvType()), Attention: o.Attention.String(), Repeats: o.Repeats,
 		LoadMS:    millis(loadTime),
 		RSSLoadMB: mib(rss1 - rss0), PSSLoadMB: mib(pss1 - pss0),

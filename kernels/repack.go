@@ -1,0 +1,151 @@
+package kernels
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "ggml.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+// edgellm_repack_buft is the CPU device's CPU_REPACK extra buffer type, found
+// the way llama.cpp finds it (make_cpu_buft_list): through the registry's
+// ggml_backend_dev_get_extra_bufts. NULL when the build does not register it
+// (GGML_USE_CPU_REPACK undefined).
+static ggml_backend_buffer_type_t edgellm_repack_buft(void) {
+	ggml_backend_reg_t reg = ggml_backend_cpu_reg();
+	if (reg == NULL || ggml_backend_reg_dev_count(reg) == 0) {
+		return NULL;
+	}
+	ggml_backend_dev_t dev = ggml_backend_reg_dev_get(reg, 0);
+	ggml_backend_dev_get_extra_bufts_t fn = (ggml_backend_dev_get_extra_bufts_t)
+		ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+	if (fn == NULL) {
+		return NULL;
+	}
+	for (ggml_backend_buffer_type_t * b = fn(dev); b != NULL && *b != NULL; b++) {
+		if (strcmp(ggml_backend_buft_name(*b), "CPU_REPACK") == 0) {
+			return *b;
+		}
+	}
+	return NULL;
+}
+
+// edgellm_repack_supported asks the CPU device whether a MUL_MAT with a weight
+// of this type and shape in the CPU_REPACK buffer type is supported, exactly
+// as llama.cpp's weight_buft_supported does (a 512-column F32 activation, the
+// weight placed in a zero-size buffer of the type). 1 yes, 0 no, -1 error.
+static int edgellm_repack_supported(ggml_backend_buffer_type_t buft, enum ggml_type type, int64_t ne0, int64_t ne1) {
+	struct ggml_init_params ip = { ggml_tensor_overhead()*8, NULL, true };
+	struct ggml_context * ctx = ggml_init(ip);
+	if (ctx == NULL) {
+		return -1;
+	}
+	struct ggml_tensor * w = ggml_new_tensor_2d(ctx, type, ne0, ne1);
+	struct ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, ne0, 512);
+	struct ggml_tensor * op = ggml_mul_mat(ctx, w, b);
+	ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(buft, 0);
+	if (buf == NULL) {
+		ggml_free(ctx);
+		return -1;
+	}
+	w->buffer = buf;
+	ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
+	int ok = dev != NULL && ggml_backend_dev_supports_op(dev, op);
+	w->buffer = NULL;
+	ggml_backend_buffer_free(buf);
+	ggml_free(ctx);
+	return ok;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+)
+
+// ErrNoRepack: repacking was asked for in a build without ggml's CPU_REPACK
+// buffer type (made without GGML_USE_CPU_REPACK, e.g. make REPACK=0).
+var ErrNoRepack = errors.New("this build has no repacked weight layouts (built without GGML_USE_CPU_REPACK)")
+
+var repackBuft struct {
+	once sync.Once
+	p    C.ggml_backend_buffer_type_t
+}
+
+func repackType() C.ggml_backend_buffer_type_t {
+	repackBuft.once.Do(func() { repackBuft.p = C.edgellm_repack_buft() })
+	return repackBuft.p
+}
+
+// RepackAvailable reports whether this build registers ggml's CPU_REPACK
+// buffer type (built with GGML_USE_CPU_REPACK, the Makefile's default).
+func RepackAvailable() bool { return repackType() != nil }
+
+// RepackEligible reports whether ggml repacks a matrix of this type and shape
+// (ne0 × ne1, the weight of a MUL_MAT) into an interleaved layout on this CPU:
+// the same question llama.cpp asks when it chooses a weight's buffer type, so
+// both engines repack the same tensors. In this ggml: Q4_0, IQ4_NL, Q4_K
+// (AVX2 or ARM dot product) and Q2_K (AVX-512) with ne1 a multiple of 8 (4 on
+// some ARM kernels); not Q8_0 or F32. False when RepackAvailable is false.
+func RepackEligible(typ GGMLType, ne0, ne1 int64) bool {
+	b := repackType()
+	if b == nil || !typ.RowOK(ne0) || ne1 <= 0 {
+		return false
+	}
+	return C.edgellm_repack_supported(b, C.enum_ggml_type(typ), C.int64_t(ne0), C.int64_t(ne1)) == 1
+}
+
+// NewRepackBuffer allocates a CPU_REPACK buffer of size bytes: anonymous
+// memory owned by ggml (not backed by a file, so the kernel cannot drop it
+// under pressure, only swap it). Tensors are put in it with SetRepacked.
+func NewRepackBuffer(size int64) (*BackendBuffer, error) {
+	b := repackType()
+	if b == nil {
+		return nil, ErrNoRepack
+	}
+	if size <= 0 {
+		return nil, ggmlErr("repack buffer: size %d", size)
+	}
+	p := C.ggml_backend_buft_alloc_buffer(b, C.size_t(size))
+	if p == nil {
+		return nil, ggmlErr("repack buffer: cannot allocate %d bytes", size)
+	}
+	return &BackendBuffer{p: p, base: C.ggml_backend_buffer_get_base(p), size: size}, nil
+}
+
+// RepackAlignment is the alignment of a tensor's offset in a repack buffer.
+func RepackAlignment() int64 {
+	b := repackType()
+	if b == nil {
+		return 32
+	}
+	return int64(C.ggml_backend_buft_get_alignment(b))
+}
+
+// SetRepacked allocates tensor t (unallocated, eligible per RepackEligible)
+// at offset bytes into a repack buffer and writes its data from src (the
+// tensor's plain ggml layout, Nbytes long), which ggml converts into the
+// interleaved layout. src is only read during the call.
+func (b *BackendBuffer) SetRepacked(t Tensor, offset int64, src unsafe.Pointer) error {
+	if b.p == nil || t.p == nil || src == nil {
+		return ggmlErr("set repacked: nil buffer, tensor or source")
+	}
+	if C.ggml_backend_buffer_get_type(b.p) != repackType() {
+		return ggmlErr("set repacked %q: not a repack buffer", t.Name())
+	}
+	if !RepackEligible(t.Type(), t.Ne(0), t.Ne(1)) || t.Ne(2) != 1 || t.Ne(3) != 1 {
+		return ggmlErr("set repacked %q: %s %dx%d is not repackable here", t.Name(), t.Type(), t.Ne(0), t.Ne(1))
+	}
+	if err := b.Place(t, offset); err != nil {
+		return err
+	}
+	C.ggml_backend_tensor_set(t.p, src, 0, C.size_t(t.Nbytes()))
+	return nil
+}
+
+// Repacked reports whether t lives in a CPU_REPACK buffer.
+func (t Tensor) Repacked() bool {
+	return t.p != nil && t.p.buffer != nil && repackType() != nil && C.ggml_backend_buffer_get_type(t.p.buffer) == repackType()
+}
