@@ -36,6 +36,8 @@ type specMeter struct {
 	draftStep float64 // seconds per draft step
 	verify    [MaxSpecK + 1]float64
 	haveVer   [MaxSpecK + 1]bool
+	nVer      [MaxSpecK + 1]int      // verify batches timed, by size
+	obs       [MaxSpecK + 1]observed // whole rounds by tokens drafted (specauto.go)
 }
 
 func ema(x *float64, have *bool, v float64) {
@@ -57,6 +59,12 @@ func (m *specMeter) round(nd, j int, verify time.Duration) {
 	}
 	if nd > 0 {
 		ema(&m.meanAcc, &m.haveMean, float64(j))
+	}
+	m.nVer[nd]++
+	if m.nVer[nd] == 2 {
+		// the first batch of a size also paid for warm-up (its graph
+		// built, its buffers first touched): the second one replaces it
+		m.haveVer[nd] = false
 	}
 	ema(&m.verify[nd], &m.haveVer[nd], verify.Seconds())
 }
@@ -90,8 +98,9 @@ func (sp *Speculator) StepTimes() StepTimes {
 }
 
 // Sensors returns the measurements so far.
-func (sp *Speculator) Sensors() SpecSensors {
-	m := &sp.meter
+func (sp *Speculator) Sensors() SpecSensors { return sp.meter.sensors() }
+
+func (m *specMeter) sensors() SpecSensors {
 	ss := SpecSensors{KMax: MaxSpecK, HaveAccept: m.haveMean, MeanAccepted: float32(m.meanAcc)}
 	for i := range m.accept {
 		if m.haveAcc[i] {
@@ -159,8 +168,16 @@ func (ss *SpecSensors) verifyCost(n int) float64 {
 // BestK is the draft length in 0..kMax with the highest expected rate; 0
 // when no K beats plain decoding by margin (e.g. 0.02 for 2%).
 func (ss *SpecSensors) BestK(kMax int, margin float64) int {
+	return ss.bestKExcept(kMax, margin, nil)
+}
+
+// bestKExcept is BestK over the K for which skip (nil = none) is false.
+func (ss *SpecSensors) bestKExcept(kMax int, margin float64, skip func(k int) bool) int {
 	best, rate := 0, 1+margin
 	for k := 1; k <= min(kMax, MaxSpecK); k++ {
+		if skip != nil && skip(k) {
+			continue
+		}
 		if r := ss.ExpectedRate(k); r > rate {
 			best, rate = k, r
 		}
