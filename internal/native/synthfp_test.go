@@ -2,6 +2,7 @@ package native
 
 import (
 	"math"
+	"os"
 	"runtime"
 	"testing"
 
@@ -27,11 +28,16 @@ var l1bQuarter = synth.Shape{Name: "llama3.2-1b-quarter", NEmbd: 512, NLayer: 16
 // CPUs, which would make the full positions slower than the zeroed ones
 // for a reason that is not the model's size. Underflow (a tiny result) is
 // allowed: the attention softmax's exp makes some on every step.
+// EDGELLM_SYNTH_MODEL=FILE runs it on another model (the full-size
+// `edgellm synth --shape llama3.2-1b --type q4_0` file).
 func TestSynthNumerics(t *testing.T) {
 	if !fpenv.Supported {
 		t.Skip("floating-point flags are not read on " + runtime.GOARCH)
 	}
-	path := synthModel(t, l1bQuarter, gguf.Q4_0)
+	path := os.Getenv("EDGELLM_SYNTH_MODEL")
+	if path == "" {
+		path = synthModel(t, l1bQuarter, gguf.Q4_0)
+	}
 	e, err := Load(path, Options{Threads: 1, SynthScaleFrom: 4, SynthAgree: 0.5})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +94,7 @@ func TestSynthNumerics(t *testing.T) {
 		}
 		tok = int32(best)
 	}
+	t.Logf("%s: %d agreeing and %d full positions, no bad flag", path, agreed, full)
 	if agreed == 0 || full == 0 {
 		t.Fatalf("positions: %d agreeing, %d full: the mix is not mixing", agreed, full)
 	}
