@@ -101,9 +101,10 @@ type Speculator struct {
 // measurements fresh (specauto.go).
 func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
 
-// SetMeasure makes every 64th round (and the first) a plain step, so the
-// costs relative to one plain target step stay measured while K > 0 (for a
-// policy reading the sensors). Auto mode measures on its own.
+// SetMeasure makes every 64th round (and the first two: the first pays for
+// warm-up, the second replaces it) a plain step, so the costs relative to
+// one plain target step stay measured while K > 0 (for a policy reading
+// the sensors). Auto mode measures on its own.
 func (sp *Speculator) SetMeasure(on bool) { sp.measure = on }
 
 // NewSpeculator attaches a draft to s. s must be empty (Len 0): Start
@@ -243,7 +244,7 @@ func (sp *Speculator) Step() ([]int32, error) {
 	if sp.auto {
 		sp.k, k = sp.meter.nextK(sp.steps)
 	}
-	if sp.measure && sp.k > 0 && (!sp.meter.haveVer[0] || sp.steps%64 == 0) {
+	if sp.measure && sp.k > 0 && (sp.meter.nVer[0] < 2 || sp.steps%64 == 0) {
 		k = 0 // a plain step keeps v(1), the unit of the costs, measured
 	}
 	if r := sp.room() - 1; k > r {
