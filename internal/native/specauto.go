@@ -19,8 +19,9 @@ import "time"
 //     (K = 0) whatever the formula says: the formula assumes the costs add
 //     up and the target's step cost is the same at every position, and a
 //     round that loses in practice must not be kept.
-//   - Every autoProbeEvery rounds one round runs at another K (one above
-//     the choice, or the vetoed K itself) so its measurements stay fresh.
+//   - Probe rounds (specMeter.probeK) run at another K: first each K whose
+//     verify batch size was never measured, then the vetoed K, then one
+//     above or below the choice, so the measurements stay fresh.
 
 const (
 	// autoProbeEvery is the period of the probe rounds.
@@ -81,12 +82,43 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 	best := ss.BestK(MaxSpecK, autoMargin)
 	k := ss.bestKExcept(MaxSpecK, autoMargin, m.vetoed)
 	switch {
-	case step%autoProbeEvery == 0 && k != best:
-		return k, best // re-measure the vetoed K: the conditions may have changed
-	case step%autoProbeEvery == 0:
-		return k, min(k+1, MaxSpecK)
+	case m.probeRound(step):
+		return k, m.probeK(step, k, best)
 	case k > 0 && step%autoPlainEvery == autoPlainEvery/2:
 		return k, 0 // refresh v(1) and the plain rate
 	}
 	return k, k
+}
+
+// probeRound reports whether round step is a probe: every
+// autoProbeEvery/2 rounds for the first 4·autoProbeEvery rounds (while
+// most v(n) are unmeasured), every autoProbeEvery after.
+func (m *specMeter) probeRound(step int) bool {
+	if step <= 4*autoProbeEvery {
+		return step%(autoProbeEvery/2) == 0
+	}
+	return step%autoProbeEvery == 0
+}
+
+// probeK is the K of a probe round, k the choice and best the formula's
+// choice before vetoes: the K nearest k whose verify batch was never
+// measured (v(n) of a batch size not yet run is extrapolated, and the
+// cost of a batch need not be smooth in n: it jumps where the matrix
+// kernels start another block of columns), else the vetoed best (the
+// conditions may have changed), else one above or below k in turn.
+func (m *specMeter) probeK(step, k, best int) int {
+	for d := 1; d < MaxSpecK; d++ {
+		for _, c := range []int{k - d, k + d} {
+			if c >= 1 && c <= MaxSpecK && m.nVer[c] == 0 {
+				return c
+			}
+		}
+	}
+	switch {
+	case best != k:
+		return best
+	case (step/autoProbeEvery)%2 == 1 && k > 1:
+		return k - 1
+	}
+	return min(k+1, MaxSpecK)
 }

@@ -117,6 +117,12 @@ func TestSpecAutoNearBestK(t *testing.T) {
 		{"α 0.7, cheap batches", simCosts{alpha: 0.7, c: 0.1, v: linearV(0.05)}},
 		{"α 0.9, dearer batches", simCosts{alpha: 0.9, c: 0.2, v: linearV(0.2)}},
 		{"α 0.9, warm-up", simCosts{alpha: 0.9, c: 0.1, v: linearV(0.05), warm: 3}},
+		// v(n) of the SYNTHETIC llama3.2-1b Q4_0 at one thread (bench
+		// --spec-sweep), with jumps at n = 5 and 9: a K the formula
+		// extrapolates badly is found only by probing it
+		{"α 0.97, stepped v(n)", simCosts{alpha: 0.97, c: 0.25, v: func(n int) float64 {
+			return []float64{1.000, 1.625, 1.871, 2.002, 3.033, 3.404, 3.611, 3.250, 4.230}[n-1]
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			best, bestK := 1.0, 0
