@@ -16,12 +16,15 @@ import "time"
 //   - Observed rates: the tokens emitted per unit of time of the last
 //     rounds at each K (draft, verify and bookkeeping included) against
 //     the plain steps'. A K whose observed rate is below plain is vetoed
-//     (K = 0) whatever the formula says: the formula assumes the costs add
-//     up and the target's step cost is the same at every position, and a
-//     round that loses in practice must not be kept.
+//     whatever the formula says: the formula assumes the costs add up and
+//     the target's step cost is the same at every position, and a round
+//     that loses in practice must not be kept. The other K's expected
+//     rates are discounted by the vetoed K's observed ÷ expected rate.
 //   - Probe rounds (specMeter.probeK) run at another K: first each K whose
-//     verify batch size was never measured, then the vetoed K, then one
-//     above or below the choice, so the measurements stay fresh.
+//     verify batch size was never measured and that could beat the choice
+//     even if that batch cost no more than the largest measured smaller
+//     one, then the vetoed K, then one above or below the choice, so the
+//     measurements stay fresh.
 
 const (
 	// autoProbeEvery is the period of the probe rounds.
@@ -33,31 +36,32 @@ const (
 	autoMargin = 0.02
 	// autoMinRounds is how many rounds at a K its observed rate needs
 	// before it can veto that K.
-	autoMinRounds = 3
+	autoMinRounds = 5
 )
 
 // observed is the smoothed outcome of the rounds that drafted n tokens.
 type observed struct {
-	emitted, time float64 // EMAs: tokens per round, seconds per round
+	emitted, time smooth // tokens per round, seconds per round
 	rounds        int
 }
 
 // rate is tokens per second (0 before any round).
 func (o *observed) rate() float64 {
-	if o.rounds == 0 || o.time <= 0 {
+	if o.rounds == 0 || o.time.x <= 0 {
 		return 0
 	}
-	return o.emitted / o.time
+	return o.emitted.x / o.time.x
 }
 
 // roundDone records a whole round (draft + verify + acceptance) that
 // drafted nd tokens and emitted emitted tokens in d.
 func (m *specMeter) roundDone(nd, emitted int, d time.Duration) {
 	o := &m.obs[nd]
-	have := o.rounds > 1 // the second round replaces the first (warm-up)
-	ema(&o.emitted, &have, float64(emitted))
-	have = o.rounds > 1
-	ema(&o.time, &have, d.Seconds())
+	if o.rounds == 1 { // the second round replaces the first (warm-up)
+		o.emitted, o.time = smooth{}, smooth{}
+	}
+	o.emitted.add(float64(emitted))
+	o.time.add(d.Seconds())
 	o.rounds++
 }
 
@@ -66,6 +70,22 @@ func (m *specMeter) roundDone(nd, emitted int, d time.Duration) {
 func (m *specMeter) vetoed(k int) bool {
 	ok, o0 := &m.obs[k], &m.obs[0]
 	return ok.rounds >= autoMinRounds && o0.rounds >= 2 && ok.rate() < o0.rate()
+}
+
+// realized is the smallest ratio of observed to expected rate over the
+// vetoed K (1 when none is): when the rounds at one K deliver less than
+// the formula says, the formula's other K are discounted by as much, so a
+// veto does not just move on to the next K the same error favours.
+func (m *specMeter) realized(ss *SpecSensors) float64 {
+	f := 1.0
+	for k := 1; k <= MaxSpecK; k++ {
+		if m.vetoed(k) {
+			if e := ss.ExpectedRate(k); e > 0 {
+				f = min(f, m.obs[k].rate()/m.obs[0].rate()/e)
+			}
+		}
+	}
+	return f
 }
 
 // nextK is the choice of K and the K of round step (1-based; they differ
@@ -80,10 +100,16 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 		return 4, 4
 	}
 	best := ss.BestK(MaxSpecK, autoMargin)
-	k := ss.bestKExcept(MaxSpecK, autoMargin, m.vetoed)
+	k := ss.bestKExcept(MaxSpecK, autoMargin, m.vetoed, m.realized(&ss))
+	if k > 0 {
+		m.backoff = 0
+	}
 	switch {
 	case m.probeRound(step):
-		return k, m.probeK(step, k, best)
+		if k == 0 { // probes keep losing: space them out, up to 4×
+			m.backoff = min(m.backoff+1, 2)
+		}
+		return k, m.probeK(step, k, best, &ss)
 	case k > 0 && step%autoPlainEvery == autoPlainEvery/2:
 		return k, 0 // refresh v(1) and the plain rate
 	}
@@ -92,24 +118,27 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 
 // probeRound reports whether round step is a probe: every
 // autoProbeEvery/2 rounds for the first 4·autoProbeEvery rounds (while
-// most v(n) are unmeasured), every autoProbeEvery after.
+// most v(n) are unmeasured), every autoProbeEvery after, up to 4× less
+// often while K stays 0.
 func (m *specMeter) probeRound(step int) bool {
 	if step <= 4*autoProbeEvery {
 		return step%(autoProbeEvery/2) == 0
 	}
-	return step%autoProbeEvery == 0
+	return step%(autoProbeEvery<<m.backoff) == 0
 }
 
 // probeK is the K of a probe round, k the choice and best the formula's
 // choice before vetoes: the K nearest k whose verify batch was never
-// measured (v(n) of a batch size not yet run is extrapolated, and the
-// cost of a batch need not be smooth in n: it jumps where the matrix
-// kernels start another block of columns), else the vetoed best (the
-// conditions may have changed), else one above or below k in turn.
-func (m *specMeter) probeK(step, k, best int) int {
+// measured and that could beat the choice (v(n) of a batch size not yet
+// run is extrapolated, and the cost of a batch need not be smooth in n: it
+// jumps where the matrix kernels start another block of columns), else the
+// vetoed best (the conditions may have changed), else one above or below k
+// in turn.
+func (m *specMeter) probeK(step, k, best int, ss *SpecSensors) int {
+	bar := max(1+autoMargin, ss.ExpectedRate(k))
 	for d := 1; d < MaxSpecK; d++ {
 		for _, c := range []int{k - d, k + d} {
-			if c >= 1 && c <= MaxSpecK && m.nVer[c] == 0 {
+			if c >= 1 && c <= MaxSpecK && m.nVer[c] == 0 && ss.optimisticRate(c) > bar {
 				return c
 			}
 		}
@@ -121,4 +150,20 @@ func (m *specMeter) probeK(step, k, best int) int {
 		return k - 1
 	}
 	return min(k+1, MaxSpecK)
+}
+
+// optimisticRate is ExpectedRate(k) with an unmeasured v(k+1) taken as
+// the v(m) of the largest measured m ≤ k+1 (a batch costs at least about
+// as much as a smaller one): an upper bound on what k could deliver.
+func (ss *SpecSensors) optimisticRate(k int) float64 {
+	o := *ss
+	if o.VerifyCost[k] <= 0 {
+		for m := k - 1; m >= 0; m-- {
+			if v := o.VerifyCost[m]; v > 0 {
+				o.VerifyCost[k] = v
+				break
+			}
+		}
+	}
+	return o.ExpectedRate(k)
 }
