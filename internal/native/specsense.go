@@ -5,8 +5,9 @@ import "time"
 // Measurements for choosing K (the ABI 1.1 sensors): smoothed acceptance
 // by draft position, the cost of a draft step and of a verify batch of n
 // tokens relative to one plain target step, all measured on the running
-// machine by the Speculator's own rounds. Exponential moving averages with
-// weight specEMA; a quantity never measured reads as 0.
+// machine by the Speculator's own rounds. Running means of the first
+// 1/specEMA samples, then exponential moving averages with weight specEMA
+// (smooth); a quantity never measured reads as 0.
 
 const specEMA = 0.1
 
