@@ -95,30 +95,17 @@ type Speculator struct {
 
 // SetAuto makes the Speculator choose K itself before each round: the K
 // that maximises the expected tokens per unit of time from its own
-// measurements (SpecSensors.BestK), 0 when speculation does not pay, with
-// a probe one K above the choice every 16 rounds so costs stay measured.
+// measurements (SpecSensors.BestK), 0 when speculation does not pay or
+// when the rounds at that K delivered fewer tokens per unit of time than
+// plain steps, with probe rounds and plain steps that keep the
+// measurements fresh (specauto.go).
 func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
 
-// SetMeasure makes every 64th round (and the first) a plain step, so the
-// costs relative to one plain target step stay measured while K > 0 (for a
-// policy reading the sensors). Auto mode measures on its own.
+// SetMeasure makes every 64th round (and the first two: the first pays for
+// warm-up, the second replaces it) a plain step, so the costs relative to
+// one plain target step stay measured while K > 0 (for a policy reading
+// the sensors). Auto mode measures on its own.
 func (sp *Speculator) SetMeasure(on bool) { sp.measure = on }
-
-// autoK is the K of the next round in auto mode.
-func (sp *Speculator) autoK() int {
-	ss := sp.Sensors()
-	switch {
-	case ss.VerifyCost[0] == 0:
-		return 0 // measure a plain step first
-	case !ss.HaveAccept || !ss.HaveCost:
-		return 4
-	}
-	k := ss.BestK(MaxSpecK, 0.02)
-	if sp.steps%16 == 0 {
-		k = min(k+1, MaxSpecK)
-	}
-	return k
-}
 
 // NewSpeculator attaches a draft to s. s must be empty (Len 0): Start
 // prefills the prompt. K starts at k (clamped to 1..MaxSpecK; 0 = plain
@@ -252,11 +239,12 @@ func (sp *Speculator) Step() ([]int32, error) {
 	n := s.n
 	last := sp.hist[len(sp.hist)-1]
 	sp.steps++
-	if sp.auto {
-		sp.k = sp.autoK()
-	}
+	rs := sp.now()
 	k := sp.k
-	if sp.measure && sp.k > 0 && (!sp.meter.haveVer[0] || sp.steps%64 == 0) {
+	if sp.auto {
+		sp.k, k = sp.meter.nextK(sp.steps)
+	}
+	if sp.measure && sp.k > 0 && (sp.meter.nVer[0] < 2 || sp.steps%64 == 0) {
 		k = 0 // a plain step keeps v(1), the unit of the costs, measured
 	}
 	if r := sp.room() - 1; k > r {
@@ -299,7 +287,7 @@ func (sp *Speculator) Step() ([]int32, error) {
 		sp.commit(tok)
 		sp.out = append(sp.out, tok)
 		sp.stats.Emitted++
-		return sp.out, sp.d.sync(sp)
+		return sp.roundDone(0, rs)
 	}
 	batch := append(append(make([]int32, 0, nd+1), last), sp.drafts...)
 	tv := sp.now()
@@ -351,7 +339,17 @@ func (sp *Speculator) Step() ([]int32, error) {
 	sp.commit(tok)
 	sp.out = append(sp.out, tok)
 	sp.stats.Emitted += len(sp.out)
-	return sp.out, sp.d.sync(sp)
+	return sp.roundDone(nd, rs)
+}
+
+// roundDone syncs the draft and records the whole round (started at rs,
+// nd tokens drafted) for auto K.
+func (sp *Speculator) roundDone(nd int, rs time.Duration) ([]int32, error) {
+	if err := sp.d.sync(sp); err != nil {
+		return nil, err
+	}
+	sp.meter.roundDone(nd, len(sp.out), sp.now()-rs)
+	return sp.out, nil
 }
 
 // pick draws from sp.p (greedy: its top).

@@ -5,8 +5,9 @@ import "time"
 // Measurements for choosing K (the ABI 1.1 sensors): smoothed acceptance
 // by draft position, the cost of a draft step and of a verify batch of n
 // tokens relative to one plain target step, all measured on the running
-// machine by the Speculator's own rounds. Exponential moving averages with
-// weight specEMA; a quantity never measured reads as 0.
+// machine by the Speculator's own rounds. Running means of the first
+// 1/specEMA samples, then exponential moving averages with weight specEMA
+// (smooth); a quantity never measured reads as 0.
 
 const specEMA = 0.1
 
@@ -29,22 +30,30 @@ type SpecSensors struct {
 
 // specMeter accumulates the measurements.
 type specMeter struct {
-	accept    [MaxSpecK]float64
-	haveAcc   [MaxSpecK]bool
-	meanAcc   float64
-	haveMean  bool
-	draftStep float64 // seconds per draft step
-	verify    [MaxSpecK + 1]float64
-	haveVer   [MaxSpecK + 1]bool
+	accept    [MaxSpecK]smooth
+	meanAcc   smooth
+	draftStep smooth // seconds per draft step
+	verify    [MaxSpecK + 1]smooth
+	nVer      [MaxSpecK + 1]int      // verify batches timed, by size
+	obs       [MaxSpecK + 1]observed // whole rounds by tokens drafted (specauto.go)
+	backoff   int                    // auto K's probes are autoProbeEvery << backoff apart
 }
 
-func ema(x *float64, have *bool, v float64) {
-	if !*have {
-		*x, *have = v, true
-		return
-	}
-	*x += specEMA * (v - *x)
+// smooth is the running mean of the first 1/specEMA samples, then their
+// exponential moving average with weight specEMA: an EMA alone would
+// take its first sample (one round's acceptance, 0 or 1) as the estimate
+// and forget it only slowly.
+type smooth struct {
+	x float64
+	n int
 }
+
+func (s *smooth) add(v float64) {
+	s.n++
+	s.x += max(1/float64(s.n), specEMA) * (v - s.x)
+}
+
+func (s *smooth) have() bool { return s.n > 0 }
 
 // round records a round: drafted nd tokens, accepted j, verify batch time.
 func (m *specMeter) round(nd, j int, verify time.Duration) {
@@ -53,19 +62,27 @@ func (m *specMeter) round(nd, j int, verify time.Duration) {
 		if i < j {
 			v = 1
 		}
-		ema(&m.accept[i], &m.haveAcc[i], v)
+		if !m.accept[i].have() {
+			m.accept[i].add(0.5) // prior: one pseudo-round at 0.5
+		}
+		m.accept[i].add(v)
 	}
 	if nd > 0 {
-		ema(&m.meanAcc, &m.haveMean, float64(j))
+		m.meanAcc.add(float64(j))
 	}
-	ema(&m.verify[nd], &m.haveVer[nd], verify.Seconds())
+	m.nVer[nd]++
+	if m.nVer[nd] == 2 {
+		// the first batch of a size also paid for warm-up (its graph
+		// built, its buffers first touched): the second one replaces it
+		m.verify[nd] = smooth{}
+	}
+	m.verify[nd].add(verify.Seconds())
 }
 
 // draftSteps records the time of a draft's single-token steps.
 func (m *specMeter) draftSteps(steps int, d time.Duration) {
 	if steps > 0 {
-		var have = m.draftStep > 0
-		ema(&m.draftStep, &have, d.Seconds()/float64(steps))
+		m.draftStep.add(d.Seconds() / float64(steps))
 	}
 }
 
@@ -80,35 +97,36 @@ type StepTimes struct {
 func (sp *Speculator) StepTimes() StepTimes {
 	m := &sp.meter
 	var t StepTimes
-	t.Draft = time.Duration(m.draftStep * float64(time.Second))
+	t.Draft = time.Duration(m.draftStep.x * float64(time.Second))
 	for i, v := range m.verify {
-		if m.haveVer[i] {
-			t.Verify[i] = time.Duration(v * float64(time.Second))
+		if v.have() {
+			t.Verify[i] = time.Duration(v.x * float64(time.Second))
 		}
 	}
 	return t
 }
 
 // Sensors returns the measurements so far.
-func (sp *Speculator) Sensors() SpecSensors {
-	m := &sp.meter
-	ss := SpecSensors{KMax: MaxSpecK, HaveAccept: m.haveMean, MeanAccepted: float32(m.meanAcc)}
-	for i := range m.accept {
-		if m.haveAcc[i] {
-			ss.AcceptByPos[i] = float32(m.accept[i])
+func (sp *Speculator) Sensors() SpecSensors { return sp.meter.sensors() }
+
+func (m *specMeter) sensors() SpecSensors {
+	ss := SpecSensors{KMax: MaxSpecK, HaveAccept: m.meanAcc.have(), MeanAccepted: float32(m.meanAcc.x)}
+	for i, a := range m.accept {
+		if a.have() {
+			ss.AcceptByPos[i] = float32(a.x)
 		}
 	}
-	if !m.haveVer[0] || m.verify[0] <= 0 {
+	if !m.verify[0].have() || m.verify[0].x <= 0 {
 		return ss
 	}
-	base := m.verify[0]
-	for i := range m.verify {
-		if m.haveVer[i] {
-			ss.VerifyCost[i] = float32(m.verify[i] / base)
+	base := m.verify[0].x
+	for i, v := range m.verify {
+		if v.have() {
+			ss.VerifyCost[i] = float32(v.x / base)
 		}
 	}
-	if m.draftStep > 0 {
-		ss.DraftCost = float32(m.draftStep / base)
+	if m.draftStep.x > 0 {
+		ss.DraftCost = float32(m.draftStep.x / base)
 		ss.HaveCost = true
 	}
 	return ss
@@ -159,9 +177,18 @@ func (ss *SpecSensors) verifyCost(n int) float64 {
 // BestK is the draft length in 0..kMax with the highest expected rate; 0
 // when no K beats plain decoding by margin (e.g. 0.02 for 2%).
 func (ss *SpecSensors) BestK(kMax int, margin float64) int {
+	return ss.bestKExcept(kMax, margin, nil, 1)
+}
+
+// bestKExcept is BestK over the K for which skip (nil = none) is false,
+// with the expected rates multiplied by scale.
+func (ss *SpecSensors) bestKExcept(kMax int, margin float64, skip func(k int) bool, scale float64) int {
 	best, rate := 0, 1+margin
 	for k := 1; k <= min(kMax, MaxSpecK); k++ {
-		if r := ss.ExpectedRate(k); r > rate {
+		if skip != nil && skip(k) {
+			continue
+		}
+		if r := scale * ss.ExpectedRate(k); r > rate {
 			best, rate = k, r
 		}
 	}
