@@ -33,6 +33,7 @@ type runStats struct {
 	tiers   interface{ Tiers() (n, cur int) }
 	adapter *host.Adapter
 	lat     layerStats
+	sets    setStats
 }
 
 // openRunStats creates path ("" = no statistics: returns nil).
@@ -72,6 +73,7 @@ func (r *runStats) token(i int) {
 		return
 	}
 	_, cur := r.tier()
+	r.setsBefore(i)
 	if r.adapter == nil {
 		r.w.TokenLayers(i, cur, nil, r.layers())
 		return

@@ -67,6 +67,9 @@ type Policy struct {
 	Name    string `yaml:"name"`
 	Wasm    string `yaml:"wasm"`
 	Builtin string `yaml:"builtin"`
+	// PerLayer runs this contender on tier 0 with the lower tiers mapped as
+	// per-layer weight sets and a precision manifest (spec_perlayer.go).
+	PerLayer *PerLayer `yaml:"per_layer"`
 }
 
 // Memory is the memory pressure: a cgroup limit on the engine and
@@ -189,6 +192,11 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("policies[%d] (%s): give exactly one of wasm or builtin", i, p.Name)
 		case p.Builtin != "" && !nameRE.MatchString(p.Builtin):
 			return fmt.Errorf("policies[%d] (%s): builtin %q is not a policy name", i, p.Name, p.Builtin)
+		}
+		if p.PerLayer != nil {
+			if err := p.PerLayer.validate(s); err != nil {
+				return fmt.Errorf("policies[%d] (%s).per_layer: %w", i, p.Name, err)
+			}
 		}
 	}
 	if s.Serve != nil {
