@@ -137,15 +137,16 @@ func TestScenarioThermalPerLayer(t *testing.T) {
 	// asserted as a gain: under a CPU quota tok/s is the quota over the CPU
 	// time per token, and on the development machine Q4_0 cost only ~0.88×
 	// Q8_0's CPU per token (docs/BENCHMARKS.md), so the per-layer run's
-	// expected gain (~5%) is inside a loaded machine's noise. Asserted:
-	// moving layers costs no more than that noise (a run 1.5× slower than
-	// static-highest fails).
+	// expected gain (~5%) is inside a loaded machine's noise (static-highest
+	// alone measured 6.5–8.2 tok/s across runs). Asserted: moving layers
+	// does not halve the throughput (a run 2× slower than static-highest,
+	// which runs the most expensive weights, fails).
 	for _, p := range []*scenario.PolicyResult{def, pl} {
 		r := p.MeanTPSThrottledSteady / st.MeanTPSThrottledSteady
 		t.Logf("throttled tok/s after the last change: %s %.2f, static-highest %.2f (ratio %.2f); from the throttle on: %.2f vs %.2f",
 			p.Name, p.MeanTPSThrottledSteady, st.MeanTPSThrottledSteady, r, p.MeanTPSThrottled, st.MeanTPSThrottled)
-		if !(r >= 1/1.5) {
-			t.Errorf("%s: throttled tok/s %.2f÷static-highest's = %.2f, want ≥ 0.67", p.Name, p.MeanTPSThrottledSteady, r)
+		if !(r >= 0.5) {
+			t.Errorf("%s: throttled tok/s %.2f÷static-highest's = %.2f, want ≥ 0.5", p.Name, p.MeanTPSThrottledSteady, r)
 		}
 	}
 }
