@@ -67,7 +67,8 @@ func (r *runStats) begin(promptTokens int, adapter *host.Adapter) {
 	r.w.Start(promptTokens, n, cur, os.Getpid())
 }
 
-// token records generated token i. It does not allocate.
+// token records generated token i. It allocates only for a sets record
+// (the layer sets changed: runstats_sets.go).
 func (r *runStats) token(i int) {
 	if r == nil {
 		return
