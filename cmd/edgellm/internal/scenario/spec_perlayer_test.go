@@ -93,3 +93,16 @@ func TestLayerBytesBits(t *testing.T) {
 		t.Errorf("set 3 of 3: %g, want 0", b)
 	}
 }
+
+// TestTierPosition: a per-layer run's bits/weight sit on the tier chart's
+// axis between the tiers they fall between.
+func TestTierPosition(t *testing.T) {
+	tiers := []Tier{{BitsPerWeight: 8.5}, {BitsPerWeight: 5.5}, {BitsPerWeight: 4.5}}
+	for _, tc := range []struct{ bits, want float64 }{
+		{9, 0}, {8.5, 0}, {7, 0.5}, {5.5, 1}, {5, 1.5}, {4.5, 2}, {3, 2},
+	} {
+		if got := tierPosition(tiers, tc.bits); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("tierPosition(%g) = %g, want %g", tc.bits, got, tc.want)
+		}
+	}
+}
