@@ -217,8 +217,8 @@ func (a *Adapter) BeforeStep(step int) error {
 // per-step path, which allocates nothing unless the decision changes.
 func (a *Adapter) decide(step int, now time.Time) error {
 	s := &a.s
-	layers := s.LayerCount
-	*s = abi.Sensors{LayerCount: layers}
+	layers, inst := s.LayerCount, s.TokPerSec // BeforeStep's reading survives the reset
+	*s = abi.Sensors{LayerCount: layers, TokPerSec: inst}
 	a.src.Fill(step, now.Sub(a.start), s)
 	if a.layerLat != nil {
 		fillLayerLatency(a.layerLat, s)
@@ -232,7 +232,13 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = a.cur.Tier, a.cur.SpecK, a.cur.Window, a.cur.Anchors, a.cur.KVType
 	s.CurLayerBits = a.cur.LayerBits
 	a.steps.fill(int(a.cur.Threads), s)
-	s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed | abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
+	s.Present |= abi.PresentCtxLen | abi.PresentTiers | abi.PresentCurrent
+	if a.ewma > 0 {
+		// Before the first timed step there is no reading: a policy
+		// must not take it for 0 tok/s (the per-layer controller demoted
+		// a layer at step 1 for "slow 0 tok/s").
+		s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed
+	}
 	a.fillSpec(s)
 
 	d := a.cur

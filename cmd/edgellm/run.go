@@ -175,6 +175,7 @@ func runRun(c *cmdEnv, args []string) error {
 	}
 	defer out.close()
 	out.stats.watchLayers(sess)
+	out.stats.watchSets(sess)
 	gen := host.GenerateOptions{NPredict: o.NPredict, Sampling: o.sampling, StopAtEOG: true, OnLogits: out.onLogits()}
 	adapter, err := setStepHook(c, o, eng, sess, sc, &gen)
 	if err != nil {

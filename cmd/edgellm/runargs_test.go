@@ -42,3 +42,32 @@ func TestRunArgs(t *testing.T) {
 		t.Fatalf("%v parses as\n%+v\nwant\n%+v", argv, got, r)
 	}
 }
+
+// TestRunArgsLayerSets: the per-layer form (-m, --layer-sets, --manifest,
+// --tok-target) parses back the same way.
+func TestRunArgsLayerSets(t *testing.T) {
+	r := runargs.Run{Model: "a.gguf", LayerSets: []string{"b.gguf", "c.gguf"}, Manifest: "m.json", TokTarget: 2.5,
+		Engine: "native", Policy: "p.wasm", N: 40, Temp: 0}
+	argv := r.Argv()
+	cmd, rest := lookup(argv)
+	if cmd == nil || cmd.Name != "run" {
+		t.Fatalf("%v: not the run command", argv)
+	}
+	fs := newFlagSet(cmd)
+	if err := fs.Parse(rest); err != nil {
+		t.Fatalf("%v: %v", argv, err)
+	}
+	s, err := LoadSettings(fs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o runOptions
+	if err := s.Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	got := runargs.Run{Model: o.Model, LayerSets: o.LayerSets, Manifest: o.Manifest, TokTarget: o.TokTarget,
+		Engine: o.Engine, Policy: o.Policy, N: o.NPredict, Temp: o.Temp}
+	if !reflect.DeepEqual(got, r) {
+		t.Fatalf("%v parses as\n%+v\nwant\n%+v", argv, got, r)
+	}
+}

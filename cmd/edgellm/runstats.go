@@ -35,6 +35,7 @@ type runStats struct {
 	tiers   interface{ Tiers() (n, cur int) }
 	adapter *host.Adapter
 	lat     layerStats
+	sets    setStats
 }
 
 // openRunStats creates path ("" = no statistics: returns nil).
@@ -68,12 +69,14 @@ func (r *runStats) begin(promptTokens int, adapter *host.Adapter) {
 	r.w.Start(promptTokens, n, cur, os.Getpid())
 }
 
-// token records generated token i. It does not allocate.
+// token records generated token i. It allocates only for a sets record
+// (the layer sets changed: runstats_sets.go).
 func (r *runStats) token(i int) {
 	if r == nil {
 		return
 	}
 	_, cur := r.tier()
+	r.setsBefore(i)
 	if r.adapter == nil {
 		r.w.TokenLayers(i, cur, nil, r.layers())
 		return

@@ -13,7 +13,11 @@ import (
 // Run is an `edgellm run` invocation. Zero fields are left out (run's
 // defaults apply), except where noted.
 type Run struct {
+	Model          string   // -m
 	Tiers          []string // --tiers
+	LayerSets      []string // --layer-sets (with Model)
+	Manifest       string   // --manifest
+	TokTarget      float32  // --tok-target
 	Engine         string   // --engine
 	NoMmap         bool     // --no-mmap
 	StatsJSON      string   // --stats-json
@@ -44,7 +48,13 @@ func (r Run) Argv() []string {
 			a = append(a, flag, strconv.FormatInt(v, 10))
 		}
 	}
+	str("-m", r.Model)
 	str("--tiers", strings.Join(r.Tiers, ","))
+	str("--layer-sets", strings.Join(r.LayerSets, ","))
+	str("--manifest", r.Manifest)
+	if r.TokTarget != 0 {
+		a = append(a, "--tok-target", strconv.FormatFloat(float64(r.TokTarget), 'g', -1, 32))
+	}
 	str("--engine", r.Engine)
 	if r.NoMmap {
 		a = append(a, "--no-mmap")

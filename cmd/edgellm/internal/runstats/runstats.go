@@ -11,7 +11,10 @@
 //
 // i counts generated tokens from 0; tier is the tier that produced token i.
 // k, window and threads are the policy decision in force, and the policy_*
-// counts are present only with a policy.
+// counts are present only with a policy. A run with per-layer weight sets
+// also writes {"event":"sets","unix_us":…,"i":0,"layer_sets":[0,0,2,1]}
+// before token 0's record and before the record of each token produced
+// with a new assignment.
 package runstats
 
 import (
@@ -27,6 +30,10 @@ const (
 	Start = "start"
 	Token = "token"
 	End   = "end"
+	// Sets is the per-layer weight-set assignment (native engine with
+	// --layer-sets), written before the first token and before the token
+	// record of each token it changed for (Writer.Sets).
+	Sets = "sets"
 )
 
 // Event is one line of the stream. Fields a line does not carry are zero.
@@ -47,6 +54,9 @@ type Event struct {
 	// the native engine (on the first token record after each new sample).
 	LayerLatencyUS []float64 `json:"layer_latency_us"`
 	StepComputeUS  float64   `json:"step_compute_us"`
+	// sets (I is the first token produced with it): the weight set of
+	// each layer, 0 being the model's own.
+	LayerSets []int `json:"layer_sets"`
 	// end
 	Generated      int     `json:"generated"`
 	DecodeTPS      float64 `json:"decode_tps"`
@@ -65,7 +75,7 @@ func Parse(line []byte) (Event, error) {
 		return Event{}, fmt.Errorf("stats line: %v", err)
 	}
 	switch ev.Event {
-	case Start, Token, End:
+	case Start, Token, End, Sets:
 		return ev, nil
 	}
 	return Event{}, fmt.Errorf("stats line: unknown event %q", ev.Event)
@@ -175,6 +185,24 @@ func (r *Writer) TokenLayers(i, tier int, d *Decision, l *Layers) {
 		r.buf = append(r.buf, ']')
 		r.float("step_compute_us", l.StepUS)
 	}
+	r.flush()
+}
+
+// Sets records the weight set of each layer from generated token i on.
+func (r *Writer) Sets(i int, sets []int) {
+	if r == nil {
+		return
+	}
+	r.head(Sets)
+	r.int("i", int64(i))
+	r.buf = append(r.buf, `,"layer_sets":[`...)
+	for j, v := range sets {
+		if j > 0 {
+			r.buf = append(r.buf, ',')
+		}
+		r.buf = strconv.AppendInt(r.buf, int64(v), 10)
+	}
+	r.buf = append(r.buf, ']')
 	r.flush()
 }
 

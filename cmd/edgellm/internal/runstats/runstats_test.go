@@ -20,12 +20,14 @@ func TestRoundTrip(t *testing.T) {
 	w.Token(0, 1, &Decision{K: 3, Window: 512, Threads: 2})
 	w.Token(1, 0, nil)
 	w.TokenLayers(2, 0, nil, &Layers{US: []float64{18.2, 16.5}, StepUS: 40.25})
+	w.Sets(3, []int{0, 2, 1})
 	w.End(2, 48.125, 35600*time.Microsecond, &Policy{Calls: 13, Changes: 1, Swaps: 1, Failures: 2}, errors.New(`a "quoted" error`))
 	want := []Event{
 		{Event: Start, UnixUS: 1234, PromptTokens: 5, NTiers: 2, Tier: 1, PID: 77},
 		{Event: Token, UnixUS: 1234, I: 0, Tier: 1, K: 3, Window: 512, Threads: 2},
 		{Event: Token, UnixUS: 1234, I: 1},
 		{Event: Token, UnixUS: 1234, I: 2, LayerLatencyUS: []float64{18.2, 16.5}, StepComputeUS: 40.25},
+		{Event: Sets, UnixUS: 1234, I: 3, LayerSets: []int{0, 2, 1}},
 		{Event: End, UnixUS: 1234, Generated: 2, DecodeTPS: 48.125, PrefillMs: 35.6, PolicyCalls: 13, PolicyChanges: 1, TierSwaps: 1, PolicyFailures: 2, Error: `a "quoted" error`},
 	}
 	lines := strings.SplitAfter(b.String(), "\n")

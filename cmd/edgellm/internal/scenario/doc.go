@@ -18,6 +18,10 @@
 // against the highest tier on the run's own tokens (quality.go).
 // WriteReport writes report.json, SVG charts and an HTML page with the
 // policies side by side.
+// A contender with a per_layer: section runs on tier 0 with the lower
+// tiers mapped as per-layer weight sets and a precision manifest (given,
+// or calibrated by the runner with `edgellm calibrate`); its bits per
+// weight come from the engine's per-layer set records (spec_perlayer.go).
 // A scenario with a serve: section runs each policy as `edgellm serve`
 // instead, the runner being its client (spec_serve.go, serve_linux.go).
 //

@@ -30,6 +30,11 @@ func (r *runner) runPolicy(ctx context.Context, p Policy, wasm string) (res Poli
 			err = cerr
 		}
 	}()
+	if p.PerLayer != nil {
+		if e.manifest, err = r.preparePerLayer(ctx, p); err != nil {
+			return res, err
+		}
+	}
 	if err := e.start(p, wasm); err != nil {
 		return res, err
 	}
@@ -61,6 +66,7 @@ type engineRun struct {
 	cg                    *pressure.Cgroup
 	cmd                   *exec.Cmd
 	gateW                 *os.File // write end of the token gate
+	manifest              string   // per_layer contenders: the precision manifest
 	t0                    time.Time
 	exited                chan error
 	waited                bool         // the engine's exit status has been received
@@ -109,8 +115,12 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	// The llamacpp engine reads the weights into memory (--no-mmap: the
 	// cgroup charges them as the engine's own); the native engine maps
 	// them and releases a tier's pages itself when it steps down.
-	args := runargs.Run{Tiers: paths, Engine: s.Engine, NoMmap: s.Engine == "llamacpp", StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
-		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: p.threads(s), Ctx: s.Ctx, Prompt: s.Prompt}.Argv()
+	ra := runargs.Run{Tiers: paths, Engine: s.Engine, NoMmap: s.Engine == "llamacpp", StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
+		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: p.threads(s), Ctx: s.Ctx, Prompt: s.Prompt}
+	if pl := p.PerLayer; pl != nil {
+		ra.Tiers, ra.Model, ra.LayerSets, ra.Manifest, ra.TokTarget = nil, paths[0], paths[1:], e.manifest, pl.TokTarget
+	}
+	args := ra.Argv()
 	args = append(args, r.sensors...)
 	if s.Serve != nil {
 		args = r.serveArgv(paths, e.statsPath, wasm)

@@ -19,6 +19,7 @@ import (
 // pressure schedule.
 type monitor struct {
 	r          *runner
+	bits       float64 // bits per weight of the layers' sets in force (per_layer; 0: by tier)
 	res        *PolicyResult
 	cg         *pressure.Cgroup
 	t0         time.Time
@@ -48,10 +49,14 @@ func (m *monitor) onStats(ev runstats.Event) {
 	switch ev.Event {
 	case runstats.Token:
 		t := float64(ev.UnixUS-m.t0.UnixMicro()) / 1000
-		m.res.Timeline = append(m.res.Timeline, TokenPoint{TMs: t, I: ev.I, Tier: ev.Tier, K: ev.K, Window: ev.Window, Threads: ev.Threads})
+		m.res.Timeline = append(m.res.Timeline, TokenPoint{TMs: t, I: ev.I, Tier: ev.Tier, K: ev.K, Window: ev.Window, Threads: ev.Threads, Bits: m.bits})
 		m.tokens = ev.I + 1
 		if m.onToken != nil {
 			m.onToken(m.tokens)
+		}
+	case runstats.Sets:
+		if m.r.layers != nil {
+			m.bits = m.r.layers.bits(ev.LayerSets)
 		}
 	case runstats.Start:
 		m.res.Events = append(m.res.Events, Event{TMs: float64(ev.UnixUS-m.t0.UnixMicro()) / 1000,

@@ -55,7 +55,10 @@ func (r *runner) outcome(res *PolicyResult, waitErr error, m *monitor) {
 		var wsum, tsum float64
 		for j := 1; j < n; j++ {
 			dt := tl[j].TMs - tl[j-1].TMs
-			if tier := tl[j].Tier; tier >= 0 && tier < len(r.tiers) {
+			if b := tl[j].Bits; b > 0 {
+				wsum += dt * b
+				tsum += dt
+			} else if tier := tl[j].Tier; tier >= 0 && tier < len(r.tiers) {
 				wsum += dt * r.tiers[tier].BitsPerWeight
 				tsum += dt
 			}
@@ -80,7 +83,7 @@ func (r *runner) outcome(res *PolicyResult, waitErr error, m *monitor) {
 			// load of the new tier at a fraction of a CPU) is left out.
 			steady := from
 			for j := from + 1; j < len(tl); j++ {
-				if tl[j].Tier != tl[j-1].Tier {
+				if tl[j].Tier != tl[j-1].Tier || tl[j].Bits != tl[j-1].Bits {
 					steady = j
 				}
 			}

@@ -47,8 +47,8 @@ type PolicyResult struct {
 	MeanTPS          float64 `json:"mean_tps"`
 	MeanTPSThrottled float64 `json:"mean_tps_throttled,omitempty"`
 	// MeanTPSThrottledSteady is MeanTPSThrottled from the last tier swap
-	// under the quota on (the swap's own time left out; equal to it for a
-	// run that does not swap).
+	// (or per-layer precision change) under the quota on (the swap's own
+	// time left out; equal to it for a run that does not swap).
 	MeanTPSThrottledSteady float64 `json:"mean_tps_throttled_steady,omitempty"`
 
 	PolicyCalls    int `json:"policy_calls"`
@@ -117,6 +117,9 @@ type TokenPoint struct {
 	K       int     `json:"k"`
 	Window  int     `json:"window"`
 	Threads int     `json:"threads"`
+	// Bits is the bits per weight of the layers' weight sets that produced
+	// this token (per_layer contenders; 0: the tier's, Report.Tiers).
+	Bits float64 `json:"bits,omitempty"`
 	// KL is KL(tier 0 ‖ this run) at this token, nats (see Quality).
 	KL float64 `json:"kl"`
 }

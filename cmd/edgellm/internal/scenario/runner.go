@@ -167,11 +167,15 @@ func CheckCgroups(name string, memory, cpu bool) (version int, where string, err
 }
 
 type runner struct {
-	s           *Spec
-	o           Options
-	mode        pressureMode
-	tiers       []Tier
-	sensors     []string // engine arguments choosing its sensors
+	s       *Spec
+	o       Options
+	mode    pressureMode
+	tiers   []Tier
+	sensors []string // engine arguments choosing its sensors
+	// manifests are the calibrated manifests of per_layer contenders (by
+	// text and rule), layers the tiers' per-layer bytes (spec_perlayer.go).
+	manifests   map[string]string
+	layers      *layerBytes
 	sensorsDesc string
 }
 

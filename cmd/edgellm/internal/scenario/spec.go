@@ -70,6 +70,9 @@ type Policy struct {
 	// Threads is this contender's starting decode thread count (0: the
 	// scenario's threads), so static -t 1 and static -t 2 can both run.
 	Threads int `yaml:"threads"`
+	// PerLayer runs this contender on tier 0 with the lower tiers mapped as
+	// per-layer weight sets and a precision manifest (spec_perlayer.go).
+	PerLayer *PerLayer `yaml:"per_layer"`
 }
 
 // Memory is the memory pressure: a cgroup limit on the engine and
@@ -194,6 +197,11 @@ func (s *Spec) validate() error {
 			return fmt.Errorf("policies[%d] (%s): builtin %q is not a policy name", i, p.Name, p.Builtin)
 		case p.Threads < 0 || p.Threads > 256:
 			return fmt.Errorf("policies[%d] (%s): threads %d: want 0 (the scenario's) to 256", i, p.Name, p.Threads)
+		}
+		if p.PerLayer != nil {
+			if err := p.PerLayer.validate(s); err != nil {
+				return fmt.Errorf("policies[%d] (%s).per_layer: %w", i, p.Name, err)
+			}
 		}
 	}
 	if s.Serve != nil {

@@ -122,6 +122,9 @@ func chartSVG(r *Report, pr *PolicyResult, kind string, sc scales) string {
 			p.yMax = 1
 		}
 		title = pr.Name + ": tier in use (top = tier 0, highest precision)"
+		if perLayer(pr) {
+			title = pr.Name + ": per-layer bits/weight, placed between the tiers' (top = tier 0)"
+		}
 		for i, t := range r.Tiers {
 			yLabels = append(yLabels, fmt.Sprintf("%d %s", i, t.Type))
 		}
@@ -172,7 +175,7 @@ func chartSVG(r *Report, pr *PolicyResult, kind string, sc scales) string {
 			color = "#e53935"
 		case strings.Contains(ev.What, "OOM-killed"):
 			color = "#000"
-		case strings.HasPrefix(ev.What, "policy") && strings.Contains(ev.What, "tier "):
+		case strings.HasPrefix(ev.What, "policy") && (strings.Contains(ev.What, "tier ") || strings.Contains(ev.What, "layer bits [")):
 			color = "#8e24aa"
 		}
 		if color != "" && ev.TMs >= 0 {
@@ -186,7 +189,11 @@ func chartSVG(r *Report, pr *PolicyResult, kind string, sc scales) string {
 	case "tier":
 		var pts [][2]float64
 		for _, t := range pr.Timeline {
-			pts = append(pts, [2]float64{t.TMs, p.yMax - float64(t.Tier)})
+			y := float64(t.Tier)
+			if t.Bits > 0 {
+				y = tierPosition(r.Tiers, t.Bits)
+			}
+			pts = append(pts, [2]float64{t.TMs, p.yMax - y})
 		}
 		p.line(pts, "#8e24aa", true)
 	case "kl":
@@ -226,4 +233,30 @@ func chartSVG(r *Report, pr *PolicyResult, kind string, sc scales) string {
 	}
 	p.b.WriteString("</svg>\n")
 	return p.b.String()
+}
+
+// perLayer says whether pr ran with per-layer weight sets (its tokens
+// carry bits/weight).
+func perLayer(pr *PolicyResult) bool {
+	for _, t := range pr.Timeline {
+		if t.Bits > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// tierPosition places bits on the tier axis: i where bits equals tier i's
+// bits/weight, linear in between, clamped to the ladder.
+func tierPosition(tiers []Tier, bits float64) float64 {
+	if len(tiers) == 0 || bits >= tiers[0].BitsPerWeight {
+		return 0
+	}
+	for i := 1; i < len(tiers); i++ {
+		hi, lo := tiers[i-1].BitsPerWeight, tiers[i].BitsPerWeight
+		if bits >= lo && hi > lo {
+			return float64(i-1) + (hi-bits)/(hi-lo)
+		}
+	}
+	return float64(len(tiers) - 1)
 }
