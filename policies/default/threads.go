@@ -16,7 +16,13 @@ import "github.com/edgellm/edgellm/abi"
 //   - raises it one step when the run queue leaves a CPU free for one more
 //     thread on ThreadCalmCalls consecutive calls (PSI is not waited for:
 //     its 10 s average lags the run queue by seconds);
-//   - changes it at most once per ThreadHoldSteps decode steps.
+//   - changes it at most once per ThreadHoldSteps decode steps;
+//   - backs off after a raise that did not pay: when it lowers again within
+//     RaiseTrialSteps of a raise and the smoothed tok/s is no higher than
+//     before the raise (a small model that two threads only slow down, on a
+//     quiet machine), the next raise waits RaiseBackoffMin steps, doubling
+//     up to RaiseBackoffMax; a raise that holds for RaiseTrialSteps clears
+//     the backoff.
 //
 // Other runnable tasks are the machine's run queue (cpu_runnable) minus the
 // policy's own calling thread (the decode threads sleep between steps),
@@ -42,6 +48,12 @@ const (
 	// is seen within a few steps. The host's default is every step, which
 	// it leaves alone; a longer cadence in force is shortened to this.
 	ThreadCadence = 4
+	// RaiseTrialSteps is how long after a raise a lower counts against it.
+	RaiseTrialSteps = 4 * ThreadHoldSteps
+	// RaiseBackoffMin and RaiseBackoffMax bound the wait after a raise that
+	// did not pay.
+	RaiseBackoffMin = 4 * ThreadHoldSteps
+	RaiseBackoffMax = 64 * ThreadHoldSteps
 )
 
 // ReasonCPUContention is this policy's reason code for thread changes (the
@@ -55,6 +67,12 @@ type threadState struct {
 	calm       int     // consecutive calm readings
 	lastChange uint64  // step of the last thread change
 	changed    bool
+
+	raised      bool    // a raise is on trial (RaiseTrialSteps)
+	raisedAt    uint64  // its step
+	raisedTPS   float32 // smoothed tok/s before it (0: not read)
+	backoff     uint64  // the current wait after a raise that did not pay
+	raiseBefore uint64  // no raise before this step
 }
 
 var ts threadState
@@ -82,6 +100,9 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 	ratio := s.Has(abi.PresentStepBaseline)
 	slow := ratio && s.StepTimeRatio >= SlowRatio
 	pressed := psi && s.CPUPSISomeAvg10 >= PSIContended
+	if ts.raised && s.Step-ts.raisedAt > RaiseTrialSteps {
+		ts.raised, ts.backoff = false, 0 // the raise held
+	}
 	if ts.changed && s.Step-ts.lastChange < ThreadHoldSteps {
 		return
 	}
@@ -100,6 +121,7 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 		}
 		if target > 0 {
 			ts.calm = 0
+			raiseFailed(s)
 			setThreads(s, d, r, cur, target, "cpu contended: threads ")
 			return
 		}
@@ -109,15 +131,34 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 		ts.calm = 0
 		return
 	}
-	if free < float32(cur)+0.5 {
+	if free < float32(cur)+0.5 || s.Step < ts.raiseBefore {
 		ts.calm = 0
 		return
 	}
 	ts.calm++
 	if ts.calm >= ThreadCalmCalls {
 		ts.calm = 0
+		ts.raised, ts.raisedAt, ts.raisedTPS = true, s.Step, 0
+		if s.Has(abi.PresentTokPerSecSmoothed) {
+			ts.raisedTPS = s.TokPerSecSmoothed
+		}
 		setThreads(s, d, r, cur, cur+1, "cpu free: threads ")
 	}
+}
+
+// raiseFailed is called before a lower: a raise on trial whose smoothed
+// tok/s did not beat the rate before it did not pay, and the next raise
+// backs off. Without tok/s readings nothing is judged.
+func raiseFailed(s *abi.Sensors) {
+	if !ts.raised {
+		return
+	}
+	ts.raised = false
+	if ts.raisedTPS <= 0 || !s.Has(abi.PresentTokPerSecSmoothed) || s.TokPerSecSmoothed > ts.raisedTPS {
+		return
+	}
+	ts.backoff = min(max(2*ts.backoff, RaiseBackoffMin), RaiseBackoffMax)
+	ts.raiseBefore = s.Step + ts.backoff
 }
 
 func setThreads(s *abi.Sensors, d *abi.Decision, r *reason, from, to int32, why string) {

@@ -137,3 +137,58 @@ func threadCases() []policytest.Case {
 		},
 	}
 }
+
+// TestThreadsRaiseBackoff: on a quiet machine where two threads only slow a
+// small model down (stories260K: the pool's second thread shows in the run
+// queue, the step time at 2 threads is above its baseline, tok/s falls),
+// the controller used to go 1→2→1 every ThreadHoldSteps (15 changes in 512
+// steps of TestPolicyOverheadStories260K). SIMULATED engine: at n threads
+// the run queue holds the caller and n-1 busy workers, the step ratio is
+// 1.4 at 2 threads, tok/s 100 at one thread and 70 at two (EWMA 0.1, as
+// the host smooths it).
+func TestThreadsRaiseBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tps2       float32 // tok/s at 2 threads
+		maxChanges int
+	}{
+		{"two threads slower: back off", 70, 6},
+		{"two threads faster: the raise holds", 150, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset()
+			cur, ewma, changes := int32(1), float32(100), 0
+			at1 := 0
+			for step := uint64(0); step < 600; step++ {
+				rate := float32(100)
+				if cur == 2 {
+					rate = tc.tps2
+				}
+				ewma += 0.1 * (rate - ewma)
+				s := abi.Sensors{Step: step, CurThreads: cur, CPUAllowed: 2, CPURunnable: float32(cur),
+					StepTimeRatio: 1, TokPerSecSmoothed: ewma,
+					Present: abi.PresentCurrent | abi.PresentCPULoad | abi.PresentCPUPSI | abi.PresentStepBaseline | abi.PresentTokPerSecSmoothed}
+				if cur == 2 && tc.tps2 < 100 {
+					s.StepTimeRatio = 1.4
+				}
+				d := abi.Decision{Threads: cur}
+				var r reason
+				threads(&s, &d, &r)
+				if d.Threads != cur {
+					changes++
+					cur = d.Threads
+				}
+				if cur == 1 {
+					at1++
+				}
+			}
+			t.Logf("%d thread changes in 600 steps, %d steps at 1 thread", changes, at1)
+			if changes > tc.maxChanges {
+				t.Errorf("%d thread changes in 600 steps, want ≤ %d", changes, tc.maxChanges)
+			}
+			if tc.tps2 < 100 && at1 < 480 {
+				t.Errorf("%d of 600 steps at 1 thread, want ≥ 480 (two threads are slower)", at1)
+			}
+		})
+	}
+}
