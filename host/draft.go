@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/native"
 )
 
@@ -15,7 +16,7 @@ import (
 // Draft owns the sampler, so it both prefills (Start) and generates (Step).
 
 // MaxDraftK is the largest number of draft tokens per round (abi.MaxSpecK).
-const MaxDraftK = native.MaxSpecK
+const MaxDraftK = engine.MaxDraftK
 
 // ErrDraftEngine is returned (wrapped) by AttachDraft for an engine or
 // session that cannot decode speculatively (only the native engine can).
@@ -52,38 +53,8 @@ type DraftOptions struct {
 	Clock func() time.Duration
 }
 
-// DraftStats count what speculative decoding did. (The same fields as the
-// native engine's counters: Draft.Stats converts, so the build fails if the
-// two drift apart.)
-type DraftStats struct {
-	Rounds     int // rounds with at least one draft token
-	PlainSteps int // steps without a draft (ngram miss, p_min on the first token, K = 0)
-	Drafted    int // draft tokens proposed
-	Accepted   int // draft tokens accepted
-	Emitted    int // tokens emitted (accepted + corrections + bonus + plain)
-	// DraftedAt[i] and AcceptedAt[i] count draft position i (0-based).
-	DraftedAt, AcceptedAt [MaxDraftK]int
-	DraftSteps            int // draft forward passes
-	DraftTime             time.Duration
-	VerifyTime            time.Duration // verify batches and plain steps
-	Clamped               int           // rounds whose K was cut to fit the context or ring
-}
-
-// Acceptance is accepted ÷ drafted tokens (0 before any draft).
-func (st DraftStats) Acceptance() float64 {
-	if st.Drafted == 0 {
-		return 0
-	}
-	return float64(st.Accepted) / float64(st.Drafted)
-}
-
-// MeanAccepted is the mean number of draft tokens accepted per round.
-func (st DraftStats) MeanAccepted() float64 {
-	if st.Rounds == 0 {
-		return 0
-	}
-	return float64(st.Accepted) / float64(st.Rounds)
-}
+// DraftStats count what speculative decoding did.
+type DraftStats = engine.DraftStats
 
 // DraftStepTimes are the smoothed step times the Draft measured: a draft
 // step, and a verify batch of n = i+1 tokens (Verify[0] is a plain step);
@@ -175,7 +146,7 @@ func (d *Draft) SetK(k int) int { return d.sp.SetK(k) }
 func (d *Draft) String() string { return d.spec }
 
 // Stats returns the counters so far.
-func (d *Draft) Stats() DraftStats { return DraftStats(d.sp.Stats()) }
+func (d *Draft) Stats() DraftStats { return d.sp.Stats() }
 
 // StepTimes returns the smoothed step times measured so far.
 func (d *Draft) StepTimes() DraftStepTimes { return DraftStepTimes(d.sp.StepTimes()) }

@@ -26,38 +26,11 @@ import (
 // take held positions already outside the window of every later query.
 
 // MaxSpecK is the largest K a Speculator accepts (abi.MaxSpecK).
-const MaxSpecK = 8
+const MaxSpecK = engine.MaxDraftK
 
-// SpecStats counts what speculative decoding did.
-type SpecStats struct {
-	Rounds     int // rounds with at least one draft token
-	PlainSteps int // steps without a draft (ngram miss, p_min on the first token, K = 0)
-	Drafted    int // draft tokens proposed
-	Accepted   int // draft tokens accepted
-	Emitted    int // tokens emitted (accepted + corrections + bonus + plain)
-	// DraftedAt[i] and AcceptedAt[i] count draft position i (0-based).
-	DraftedAt, AcceptedAt [MaxSpecK]int
-	DraftSteps            int // draft forward passes
-	DraftTime             time.Duration
-	VerifyTime            time.Duration // verify batches and plain steps
-	Clamped               int           // rounds whose K was cut to fit the context or ring
-}
-
-// Acceptance is accepted ÷ drafted tokens (0 before any draft).
-func (st SpecStats) Acceptance() float64 {
-	if st.Drafted == 0 {
-		return 0
-	}
-	return float64(st.Accepted) / float64(st.Drafted)
-}
-
-// MeanAccepted is the mean number of draft tokens accepted per round.
-func (st SpecStats) MeanAccepted() float64 {
-	if st.Rounds == 0 {
-		return 0
-	}
-	return float64(st.Accepted) / float64(st.Rounds)
-}
+// SpecStats counts what speculative decoding did (the public type, so go
+// doc shows its fields).
+type SpecStats = engine.DraftStats
 
 // Speculator generates tokens on a Session with speculative decoding. It
 // owns the sampler (target transforms and the seeded random stream: a fixed
