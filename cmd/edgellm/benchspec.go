@@ -57,7 +57,7 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		return err
 	}
 	threads := o.Threads
-	eng, err := loadSpecModel(path, so, threads)
+	eng, err := loadSpecModel(path, so, threads, o.Repack)
 	if err != nil {
 		return err
 	}

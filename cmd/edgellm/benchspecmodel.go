@@ -13,12 +13,13 @@ import (
 // which rewrite the model's weights as they are mapped: a model-file tool
 // like `synth`, deliberately not an option of the public host.LoadOptions.
 
-// loadSpecModel loads the target model of bench --spec.
-func loadSpecModel(path string, so benchSpecOptions, threads int) (host.Engine, error) {
+// loadSpecModel loads the target model of bench --spec (with bench's
+// --repack, the repacked weights' kernels: their batch costs set v(n)).
+func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool) (host.Engine, error) {
 	if so.SynthEps == 0 && so.SynthAgree == 0 {
-		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets})
+		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets, Repack: repack})
 	}
-	return native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets,
+	return native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack,
 		SynthScaleFrom: so.SynthFrom, SynthEps: so.SynthEps, SynthAgree: so.SynthAgree})
 }
 
