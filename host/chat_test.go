@@ -2,8 +2,6 @@ package host
 
 import (
 	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,41 +13,10 @@ import (
 // tokenizer.chat_template.
 func withChatTemplate(t *testing.T, src, tmpl string) string {
 	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
 	dst := filepath.Join(t.TempDir(), "chat.gguf")
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	w := gguf.NewWriter(out)
-	for _, kv := range f.KV {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.AddKV("tokenizer.chat_template", gguf.String(tmpl)); err != nil {
-		t.Fatal(err)
-	}
-	for _, ti := range f.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Dims, ti.Type); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, ti := range f.Tensors {
-		if _, err := io.Copy(w, io.NewSectionReader(in, f.AbsOffset(&ti), ti.Size)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := gguf.Rewrite(src, dst, func(kv []gguf.KV) []gguf.KV {
+		return append(kv, gguf.KV{Key: "tokenizer.chat_template", Value: gguf.String(tmpl)})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -235,54 +235,25 @@ func freshArgmax(t *testing.T, path string, toks []int32, prefix int) ([]int32, 
 // key general.architecture, the arch-prefixed keys are renamed too.
 func writeVariant(t *testing.T, src, key string, val gguf.Value) string {
 	t.Helper()
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
 	out := filepath.Join(t.TempDir(), "variant.gguf")
-	w, err := gguf.Create(out)
+	err := gguf.Rewrite(src, out, func(kvs []gguf.KV) []gguf.KV {
+		var keep []gguf.KV
+		for _, kv := range kvs {
+			if kv.Key == key {
+				kv.Value = val
+			}
+			if key == "general.architecture" && strings.HasPrefix(kv.Key, "llama.") {
+				name, _ := val.Str()
+				kv.Key = name + strings.TrimPrefix(kv.Key, "llama")
+			}
+			if kv.Key == "general.alignment" {
+				continue
+			}
+			keep = append(keep, kv)
+		}
+		return keep
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range f.KV {
-		if kv.Key == key {
-			kv.Value = val
-		}
-		if key == "general.architecture" && strings.HasPrefix(kv.Key, "llama.") {
-			name, _ := val.Str()
-			kv.Key = name + strings.TrimPrefix(kv.Key, "llama")
-		}
-		if kv.Key == "general.alignment" {
-			continue
-		}
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, ti := range f.Tensors {
-		if err := w.AddTensor(ti.Name, ti.Dims, ti.Type); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.WriteHeader(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range f.Tensors {
-		ti := &f.Tensors[i]
-		buf := make([]byte, ti.Size)
-		if _, err := in.ReadAt(buf, f.AbsOffset(ti)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -2,9 +2,7 @@ package precision
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
+	"slices"
 
 	"github.com/edgellm/edgellm/internal/gguf"
 )
@@ -30,61 +28,10 @@ func Embed(src, dst string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := gguf.NewWriter(tmp)
-	for _, kv := range f.KV {
-		if kv.Key == MetadataKey {
-			continue
-		}
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			return err
-		}
-	}
-	if err := w.AddKV(MetadataKey, gguf.String(string(data))); err != nil {
-		return err
-	}
-	for _, t := range f.Tensors {
-		if err := w.AddTensor(t.Name, t.Dims, t.Type); err != nil {
-			return err
-		}
-	}
-	for _, t := range f.Tensors {
-		if _, err := io.Copy(w, io.NewSectionReader(in, f.AbsOffset(&t), t.Size)); err != nil {
-			return fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return gguf.Rewrite(src, dst, func(kv []gguf.KV) []gguf.KV {
+		kv = slices.DeleteFunc(kv, func(x gguf.KV) bool { return x.Key == MetadataKey })
+		return append(kv, gguf.KV{Key: MetadataKey, Value: gguf.String(string(data))})
+	})
 }
 
 // FromGGUF returns the manifest embedded in f (nil, nil when there is none),
