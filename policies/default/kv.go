@@ -39,46 +39,32 @@ type kvState struct {
 	learnFrom abi.KVType // the type that step left (KVUnknown: nothing to learn)
 }
 
-// kvSmaller is the next smaller KV type (KVUnknown: none).
-func kvSmaller(t abi.KVType) abi.KVType {
-	switch t {
-	case abi.KVF32:
-		return abi.KVF16
-	case abi.KVF16:
-		return abi.KVQ8_0
-	case abi.KVQ8_0:
-		return abi.KVQ4_0
-	}
-	return abi.KVUnknown
-}
+// kvLadder is the KV types by size, smallest first.
+var kvLadder = [...]abi.KVType{abi.KVQ4_0, abi.KVQ8_0, abi.KVF16, abi.KVF32}
 
-// kvLarger is the next larger KV type (KVUnknown: none).
-func kvLarger(t abi.KVType) abi.KVType {
-	switch t {
-	case abi.KVQ4_0:
-		return abi.KVQ8_0
-	case abi.KVQ8_0:
-		return abi.KVF16
-	case abi.KVF16:
-		return abi.KVF32
-	}
-	return abi.KVUnknown
-}
-
-// kvRank orders types by size (larger rank: more bytes per value).
+// kvRank orders types by size (larger rank: more bytes per value; 0: not a
+// type on the ladder).
 func kvRank(t abi.KVType) int {
-	switch t {
-	case abi.KVQ4_0:
-		return 1
-	case abi.KVQ8_0:
-		return 2
-	case abi.KVF16:
-		return 3
-	case abi.KVF32:
-		return 4
+	for i, k := range kvLadder {
+		if k == t {
+			return i + 1
+		}
 	}
 	return 0
 }
+
+// kvStep is the type delta places along the ladder from t (KVUnknown: off
+// the ladder).
+func kvStep(t abi.KVType, delta int) abi.KVType {
+	if r := kvRank(t); r > 0 && r+delta >= 1 && r+delta <= len(kvLadder) {
+		return kvLadder[r+delta-1]
+	}
+	return abi.KVUnknown
+}
+
+// kvSmaller and kvLarger are the next type down and up (KVUnknown: none).
+func kvSmaller(t abi.KVType) abi.KVType { return kvStep(t, -1) }
+func kvLarger(t abi.KVType) abi.KVType  { return kvStep(t, +1) }
 
 // kvType runs the KV-type controller. It sets the reason unless a more
 // important controller (thermal, emergency) set one this call, and joins a
