@@ -17,9 +17,9 @@ func printHonesty(w io.Writer, rs ...*bench.Result) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "engine\tprefill tok/s min/med/max\tdecode tok/s min/med/max\tdecode tok/s per thread-CPU s\tcores busy in decode (process CPU/wall)\t")
+	fmt.Fprintln(tw, "engine\tprefill tok/s min/med/max\tdecode tok/s min/med/max\tdecode tok/s per thread-CPU s\tcores busy in decode (process CPU/wall)\tbench's memory sampler (left out)\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.2f of %d threads\t\n", r.Engine, r.PrefillSpread, r.DecodeSpread, r.DecodeCPUTPS, r.DecodeCores, r.Threads)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.2f of %d threads\t%.3f\t\n", r.Engine, r.PrefillSpread, r.DecodeSpread, r.DecodeCPUTPS, r.DecodeCores, r.Threads, r.SamplerCores)
 	}
 	tw.Flush()
 	for _, r := range rs {

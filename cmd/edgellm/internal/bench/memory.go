@@ -2,10 +2,13 @@ package bench
 
 import (
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgellm/edgellm/host/sensors"
+	"github.com/edgellm/edgellm/internal/cputime"
 )
 
 // DefaultMemInterval is the MemSampler tick: fast enough to catch the peak of
@@ -13,10 +16,13 @@ import (
 const DefaultMemInterval = 15 * time.Millisecond
 
 // smapsDuty bounds the smaps_rollup walk to 1/smapsDuty of one core: after a
-// read that cost c, the next waits at least smapsDuty·c. At 512 MiB resident
-// a walk costs about 4 ms, so PSS is then read about every 40 ms while RSS
-// (statm) stays at the tick.
-const smapsDuty = 10
+// read that cost c, the next waits at least smapsDuty·c. At 600 MiB resident
+// a walk costs about 4 ms, so PSS is then read about every 400 ms while RSS
+// (statm) stays at the tick, and Stop always takes a last walk. It was 10
+// until a quiet run showed the sampler itself as 0.1 of a core in "cores
+// busy" (1.13 at one thread, 1.03 without it), and on a 2-core machine at
+// -t 2 it takes a core from a compute thread the others then wait for.
+const smapsDuty = 100
 
 // ErrNoSmaps is returned when /proc/self/smaps_rollup cannot be read (Linux
 // before 4.14, or a restricted /proc): PSS cannot be measured.
@@ -48,9 +54,18 @@ type MemSampler struct {
 	nextPSS time.Time
 	st, sm  sensors.Snapshot // each reader overwrites every field of its own
 
+	// cpu is the thread CPU time (ns) the background goroutine spent in its
+	// samples: the bench's own cost, which CPU subtracts from the process's.
+	cpu atomic.Int64
+
 	stop chan struct{}
 	done chan struct{}
 }
+
+// CPU is the CPU time the sampler's background goroutine has spent reading
+// so far (its thread's clock around each reading). The readings Start, Stop
+// and Now take run on the caller's thread and are not counted here.
+func (m *MemSampler) CPU() time.Duration { return time.Duration(m.cpu.Load()) }
 
 // NewMemSampler opens /proc/self/statm and /proc/self/smaps_rollup. tick ≤ 0
 // means DefaultMemInterval.
@@ -119,6 +134,11 @@ func (m *MemSampler) Peek() Peak {
 
 func (m *MemSampler) loop(stop, done chan struct{}) {
 	defer close(done)
+	// Locked, so that the thread clock read around each sample is this
+	// goroutine's: unlocked, it can resume on another thread after the
+	// smaps_rollup read (a syscall long enough for its P to be retaken).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	t := time.NewTicker(m.tick)
 	defer t.Stop()
 	for {
@@ -145,6 +165,11 @@ func (m *MemSampler) Now() (rss, pss int64) {
 func (m *MemSampler) sample(force bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !force {
+		// loop has locked the goroutine to its thread.
+		c0 := cputime.Thread()
+		defer func() { m.cpu.Add(int64(cputime.Thread() - c0)) }()
+	}
 	m.statm.Read(&m.st)
 	rss := m.st.Statm.Resident
 	now := time.Now()

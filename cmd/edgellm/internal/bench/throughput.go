@@ -85,10 +85,15 @@ type Repeat struct {
 	PrefillCPUTPS float64 `json:"prefill_cpu_tps"`
 	DecodeCPUTPS  float64 `json:"decode_cpu_tps"`
 	// DecodeProcCPUMS is the whole process's CPU time over the decode
-	// (every thread, host.Stats.DecodeProcCPU) and DecodeCores that over
-	// the decode's wall time: the cores the process kept busy.
+	// (every thread, host.Stats.DecodeProcCPU). SamplerCPUMS is the part of
+	// it the bench's own memory sampler spent (MemSampler.CPU over the same
+	// steps). DecodeCores is their difference over the decode's wall time:
+	// the cores the engine and the Go runtime kept busy, which is what `run`
+	// costs; SamplerCores is the sampler's share, reported beside it.
 	DecodeProcCPUMS float64 `json:"decode_proc_cpu_ms"`
+	SamplerCPUMS    float64 `json:"sampler_cpu_ms"`
 	DecodeCores     float64 `json:"decode_cores"`
+	SamplerCores    float64 `json:"sampler_cores"`
 }
 
 // Result is one engine's benchmark.
@@ -122,10 +127,13 @@ type Result struct {
 	PrefillSpread Spread `json:"prefill_spread"`
 	DecodeSpread  Spread `json:"decode_spread"`
 	// DecodeCores is the median over the repeats of the process's CPU time
-	// (all threads) ÷ wall time during decode, beside the generating
-	// thread's rate above: helpers that spin count here.
-	DecodeCores float64 `json:"decode_cores"`
-	LoadMS      float64 `json:"load_ms"`
+	// (all threads) ÷ wall time during decode, without the bench's own
+	// memory sampler, beside the generating thread's rate above: helpers
+	// that spin count here. SamplerCores is the median of the sampler's
+	// share, left out of DecodeCores.
+	DecodeCores  float64 `json:"decode_cores"`
+	SamplerCores float64 `json:"sampler_cores"`
+	LoadMS       float64 `json:"load_ms"`
 	// RSSPeakMB and PSSPeakMB (MiB) are the process's peaks over load and all
 	// repeats. Compare leaves them 0 on each side (both engines are resident
 	// together) and reports the process peak on the CompareResult.
@@ -182,6 +190,8 @@ type side struct {
 	decCPU []float64
 	pfCPU  []float64
 	cores  []float64
+	samp   []float64
+	mem    *MemSampler
 	tag    string // "A: " / "B: " in Compare's progress lines
 }
 
@@ -246,7 +256,7 @@ func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 		fmt.Fprintf(progress, "bench: %s repacked %d matrices: %.1f MiB of anonymous memory (not reclaimable)\n", name, info.RepackTensors, mib(info.RepackBytes))
 	}
 	fmt.Fprintf(progress, "bench: %s loaded %s in %.1f ms (%s, %d layers)\n", name, path, millis(loadTime), info.FileType, info.NLayer)
-	return &side{eng: eng, prompt: p, res: &Result{
+	return &side{eng: eng, prompt: p, mem: mem, res: &Result{
 		Engine: name, Model: path, Repack: repack, RepackMB: mib(info.RepackBytes), RepackTensors: info.RepackTensors, NPrompt: o.NPrompt, NGen: o.NGen, NCtx: nctx,
 		Threads: threads, KVType: string(o.kvType()), Attention: o.Attention.String(), Repeats: o.Repeats,
 		LoadMS:    millis(loadTime),
@@ -267,10 +277,23 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	if hasState {
 		state0, _ = ss.StateBytes()
 	}
+	// Generate's decode span starts right after BeforeStep(2) and ends when
+	// it returns: the sampler's CPU over the same steps is subtracted.
+	var samp0 time.Duration
+	mark := func(step int) error {
+		if step == 2 && s.mem != nil {
+			samp0 = s.mem.CPU()
+		}
+		return nil
+	}
 	st, err := host.Generate(ctx, sess, host.GenerateOptions{Vocab: s.eng.Vocab(), Prompt: s.prompt.Tokens,
-		NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true})
+		NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true, BeforeStep: mark})
 	if err != nil {
 		return err
+	}
+	var samp time.Duration
+	if s.mem != nil {
+		samp = s.mem.CPU() - samp0
 	}
 	if st.GeneratedTokens != o.NGen || st.DecodeTokens != o.NGen-2 {
 		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-2)
@@ -278,13 +301,18 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	r := Repeat{PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(),
 		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens,
 		PrefillCPUTPS: st.PrefillCPUTPS(), DecodeCPUTPS: st.DecodeCPUTPS(),
-		DecodeProcCPUMS: millis(st.DecodeProcCPU), DecodeCores: st.DecodeCores()}
+		DecodeProcCPUMS: millis(st.DecodeProcCPU), SamplerCPUMS: millis(samp)}
+	if span := st.DecodeSpan.Seconds(); span > 0 {
+		r.DecodeCores = max(0, (st.DecodeProcCPU-samp).Seconds()/span)
+		r.SamplerCores = samp.Seconds() / span
+	}
 	s.res.PerRepeat = append(s.res.PerRepeat, r)
 	s.fill = append(s.fill, r.PrefillTPS)
 	s.decode = append(s.decode, r.DecodeTPS)
 	s.pfCPU = append(s.pfCPU, r.PrefillCPUTPS)
 	s.decCPU = append(s.decCPU, r.DecodeCPUTPS)
 	s.cores = append(s.cores, r.DecodeCores)
+	s.samp = append(s.samp, r.SamplerCores)
 	if k, ok := sess.(kvBytesPerTokener); ok {
 		s.res.KVBytesPerToken = k.KVBytesPerToken()
 	}
@@ -294,8 +322,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		}
 	}
 	if o.Progress != nil {
-		fmt.Fprintf(o.Progress, "bench: %s%s repeat %d/%d: prefill %d tok %.1f tok/s, decode %d tok %.1f tok/s (%.2f cores busy)\n",
-			s.tag, s.res.Engine, i+1, o.Repeats, st.PromptTokens, r.PrefillTPS, st.DecodeTokens, r.DecodeTPS, r.DecodeCores)
+		fmt.Fprintf(o.Progress, "bench: %s%s repeat %d/%d: prefill %d tok %.1f tok/s, decode %d tok %.1f tok/s (%.2f cores busy; bench's memory sampler %.3f more)\n",
+			s.tag, s.res.Engine, i+1, o.Repeats, st.PromptTokens, r.PrefillTPS, st.DecodeTokens, r.DecodeTPS, r.DecodeCores, r.SamplerCores)
 	}
 	return nil
 }
@@ -307,6 +335,7 @@ func (s *side) finish() {
 	s.res.DecodeCPUTPS = Median(s.decCPU)
 	s.res.PrefillSpread, s.res.DecodeSpread = spreadOf(s.fill), spreadOf(s.decode)
 	s.res.DecodeCores = Median(s.cores)
+	s.res.SamplerCores = Median(s.samp)
 }
 
 // Run loads the model at path on o.Engine and measures it: load time, then
