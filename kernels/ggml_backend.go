@@ -175,6 +175,7 @@ type BackendBuffer struct {
 	p    C.ggml_backend_buffer_t
 	base unsafe.Pointer
 	size int64
+	huge int64 // bytes advised MADV_HUGEPAGE (repack buffers)
 }
 
 // NewBufferFromPtr wraps memory the caller owns (an mmap'd file, the KV

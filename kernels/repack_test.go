@@ -4,7 +4,10 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -148,5 +151,70 @@ func TestRepackBadInput(t *testing.T) {
 	}
 	if _, err := NewRepackBuffer(0); err == nil {
 		t.Error("NewRepackBuffer(0) succeeded")
+	}
+}
+
+// vmaFlags returns the VmFlags line of the mapping in /proc/self/smaps that
+// contains addr.
+func vmaFlags(t *testing.T, addr uintptr) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			lo, hi, ok := strings.Cut(f[0], "-")
+			a, err1 := strconv.ParseUint(lo, 16, 64)
+			z, err2 := strconv.ParseUint(hi, 16, 64)
+			in = ok && err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < z
+			continue
+		}
+		if in && len(f) > 0 && f[0] == "VmFlags:" {
+			return line
+		}
+	}
+	t.Fatalf("no mapping in /proc/self/smaps contains %#x", addr)
+	return ""
+}
+
+// TestRepackHugePages: a repack buffer's 2 MiB-aligned interior is advised
+// MADV_HUGEPAGE (the mapping's VmFlags carry "hg"), unless
+// EDGELLM_REPACK_HUGEPAGES=0; a buffer with no whole huge page in it is not.
+func TestRepackHugePages(t *testing.T) {
+	requireRepack(t)
+	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		t.Skipf("kernel without transparent huge pages: %v", err)
+	}
+	t.Logf("THP: %s", strings.TrimSpace(string(thp)))
+	const size = 8 << 20
+	for _, env := range []string{"", "0"} {
+		t.Setenv("EDGELLM_REPACK_HUGEPAGES", env)
+		b, err := NewRepackBuffer(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mid := uintptr(b.base) + size/2
+		flags := vmaFlags(t, mid)
+		hg := strings.Contains(" "+flags+" ", " hg ")
+		t.Logf("EDGELLM_REPACK_HUGEPAGES=%q: advised %d bytes; %s", env, b.HugePageBytes(), flags)
+		if env == "" && (b.HugePageBytes() < size-2*hugePage || !hg) {
+			t.Errorf("default: advised %d of %d bytes, VmFlags hg %v; want ≥ %d and hg", b.HugePageBytes(), size, hg, size-2*hugePage)
+		}
+		if env == "0" && (b.HugePageBytes() != 0 || hg) {
+			t.Errorf("EDGELLM_REPACK_HUGEPAGES=0: advised %d bytes, hg %v; want none", b.HugePageBytes(), hg)
+		}
+		b.Close()
+	}
+	small, err := NewRepackBuffer(64 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	if small.HugePageBytes() != 0 {
+		t.Errorf("64 KiB buffer: advised %d bytes, want 0", small.HugePageBytes())
 	}
 }

@@ -235,6 +235,10 @@ func describeRepack(info host.ModelInfo) string {
 	if info.RepackTensors == 0 {
 		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only Q4_0, IQ4_NL and Q4_K matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType)
 	}
-	return fmt.Sprintf("repack: %d matrices copied into repacked layouts, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure)",
+	s := fmt.Sprintf("repack: %d matrices copied into repacked layouts, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure)",
 		info.RepackTensors, float64(info.RepackBytes)/(1<<20))
+	if info.RepackHugePageBytes > 0 {
+		s += fmt.Sprintf("; %.1f MiB of it advised for transparent huge pages", float64(info.RepackHugePageBytes)/(1<<20))
+	}
+	return s
 }

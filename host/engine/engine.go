@@ -92,6 +92,11 @@ type ModelInfo struct {
 	// repacking or when no weight is eligible (RepackTensors 0).
 	RepackBytes   int64
 	RepackTensors int
+	// RepackHugePageBytes is the part of RepackBytes advised for
+	// transparent huge pages (native engine; EDGELLM_REPACK_HUGEPAGES=0
+	// turns the advice off): fewer TLB misses when decode streams them.
+	// llama.cpp's own buffers are not advised (0).
+	RepackHugePageBytes int64
 }
 
 // Vocab tokenizes and detokenizes.

@@ -95,6 +95,16 @@ func (r LoadReport) RepackBytes() int64 {
 	return n
 }
 
+// RepackHugePageBytes is the part of RepackBytes advised for transparent
+// huge pages.
+func (r LoadReport) RepackHugePageBytes() int64 {
+	var n int64
+	for _, s := range r.Repack {
+		n += s.HugePageBytes
+	}
+	return n
+}
+
 // Engine is the native llama engine over one mmap'd GGUF file (or several:
 // the same model at other precisions, Options.ExtraSets). It is safe
 // for use by one goroutine at a time; close its Sessions before it.
@@ -215,7 +225,8 @@ func (e *Engine) Info() engine.ModelInfo {
 		NEmbd: c.NEmbd, NLayer: c.NLayer, NHead: c.NHead, NHeadKV: c.NHeadKV, NFF: c.NFF,
 		FileBytes: e.w.Size(), ParamCount: e.w.File.ParamCount(), FileType: ft,
 		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl,
-		RepackBytes: e.report.RepackBytes(), RepackTensors: e.report.repackTensors()}
+		RepackBytes: e.report.RepackBytes(), RepackTensors: e.report.repackTensors(),
+		RepackHugePageBytes: e.report.RepackHugePageBytes()}
 }
 
 // Vocab is llama.cpp's tokenizer for the model (nil with Options.NoVocab).

@@ -31,6 +31,10 @@ type RepackStats struct {
 	// embedding and was repacked as a separate copy (the embedding, read by
 	// get_rows, stays mapped), as llama.cpp does.
 	OutputCopy bool `json:"output_copy"`
+	// HugePageBytes is the part of the buffer advised for transparent huge
+	// pages (kernels.RepackHugePages; 0 when switched off or the kernel
+	// refused the advice).
+	HugePageBytes int64 `json:"huge_page_bytes"`
 }
 
 // repackPlan is which tensors of a weight set go into the repack buffer and

@@ -106,6 +106,12 @@ func TestRepackStats(t *testing.T) {
 			if r := e.Report(); len(r.Repack) != 1 || r.RepackBytes() != st.BufferBytes || e.Info().RepackBytes != st.BufferBytes {
 				t.Errorf("report %+v / info %d, want %d bytes", r.Repack, e.Info().RepackBytes, st.BufferBytes)
 			}
+			// Huge-page advice covers the whole 2 MiB pages inside the
+			// buffer (kernels.TestRepackHugePages checks the VMA flags).
+			if st.HugePageBytes < 0 || st.HugePageBytes > st.BufferBytes || (st.BufferBytes >= 4<<20 && st.HugePageBytes == 0) ||
+				e.Info().RepackHugePageBytes != st.HugePageBytes {
+				t.Errorf("huge pages: %d advised of a %d-byte buffer, info %d", st.HugePageBytes, st.BufferBytes, e.Info().RepackHugePageBytes)
+			}
 			if st.Tensors == 0 {
 				if e.sets[0].repack != nil {
 					t.Error("a repack buffer without repacked tensors")

@@ -191,6 +191,7 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
 			w.repack.SetWeightsUsage()
+			w.Repack.HugePageBytes = w.repack.HugePageBytes()
 		}
 	}
 	tensors := make(map[string]kernels.Tensor, len(specs))
