@@ -37,6 +37,16 @@ const (
 	// autoMinRounds is how many rounds at a K its observed rate needs
 	// before it can veto that K.
 	autoMinRounds = 5
+	// autoStartK is the K of the rounds that take the first acceptance and
+	// draft-cost readings. It was 4: on a CPU where a batch of n costs n
+	// steps (the SYNTHETIC l1b repacked, v(5) = 4.06), each such round
+	// cost about 2.8 steps more than the tokens it gave (α 0.8), and auto
+	// K ran at 0.85× plain over 48 tokens, 0.92× over 200. The SIMULATED cases of specauto_test.go
+	// compared 1, 2 and 4: 2 was best or within 0.01 in every case.
+	autoStartK = 2
+	// autoMaxBackoff bounds how far probes are spaced while K stays 0:
+	// every autoProbeEvery << autoMaxBackoff rounds (256). It was 2 (64).
+	autoMaxBackoff = 4
 )
 
 // observed is the smoothed outcome of the rounds that drafted n tokens.
@@ -97,7 +107,7 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 	case m.nVer[0] < 2:
 		return 0, 0 // measure plain steps first (the first one warms up)
 	case !ss.HaveAccept || !ss.HaveCost:
-		return 4, 4
+		return autoStartK, autoStartK
 	}
 	best := ss.BestK(MaxSpecK, autoMargin)
 	k := ss.bestKExcept(MaxSpecK, autoMargin, m.vetoed, m.realized(&ss))
@@ -106,8 +116,8 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 	}
 	switch {
 	case m.probeRound(step):
-		if k == 0 { // probes keep losing: space them out, up to 4×
-			m.backoff = min(m.backoff+1, 2)
+		if k == 0 { // probes keep losing: space them out
+			m.backoff = min(m.backoff+1, autoMaxBackoff)
 		}
 		return k, m.probeK(step, k, best, &ss)
 	case k > 0 && step%autoPlainEvery == autoPlainEvery/2:
@@ -118,8 +128,8 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 
 // probeRound reports whether round step is a probe: every
 // autoProbeEvery/2 rounds for the first 4·autoProbeEvery rounds (while
-// most v(n) are unmeasured), every autoProbeEvery after, up to 4× less
-// often while K stays 0.
+// most v(n) are unmeasured), every autoProbeEvery after, up to
+// 2^autoMaxBackoff times less often while K stays 0.
 func (m *specMeter) probeRound(step int) bool {
 	if step <= 4*autoProbeEvery {
 		return step%(autoProbeEvery/2) == 0
