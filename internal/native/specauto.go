@@ -115,7 +115,7 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 		m.backoff = 0
 	}
 	switch {
-	case m.probeRound(step):
+	case m.probeRound(step, k > 0 || m.unmeasured(k, &ss) > 0):
 		if k == 0 { // probes keep losing: space them out
 			m.backoff = min(m.backoff+1, autoMaxBackoff)
 		}
@@ -127,11 +127,14 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 }
 
 // probeRound reports whether round step is a probe: every
-// autoProbeEvery/2 rounds for the first 4·autoProbeEvery rounds (while
-// most v(n) are unmeasured), every autoProbeEvery after, up to
-// 2^autoMaxBackoff times less often while K stays 0.
-func (m *specMeter) probeRound(step int) bool {
-	if step <= 4*autoProbeEvery {
+// autoProbeEvery/2 rounds for the first 4·autoProbeEvery rounds while
+// there is something to learn (K > 0, or an unmeasured K that could beat
+// plain), every autoProbeEvery after, up to 2^autoMaxBackoff times less
+// often while K stays 0. Before the learning condition, a K = 0 run of
+// 128 tokens on the SYNTHETIC l1b (P = 0.7, nothing pays) probed every 8
+// rounds for its first 64 and ran at 0.88× plain.
+func (m *specMeter) probeRound(step int, learning bool) bool {
+	if step <= 4*autoProbeEvery && learning {
 		return step%(autoProbeEvery/2) == 0
 	}
 	return step%(autoProbeEvery<<m.backoff) == 0
@@ -145,13 +148,8 @@ func (m *specMeter) probeRound(step int) bool {
 // vetoed best (the conditions may have changed), else one above or below k
 // in turn.
 func (m *specMeter) probeK(step, k, best int, ss *SpecSensors) int {
-	bar := max(1+autoMargin, ss.ExpectedRate(k))
-	for d := 1; d < MaxSpecK; d++ {
-		for _, c := range []int{k - d, k + d} {
-			if c >= 1 && c <= MaxSpecK && m.nVer[c] == 0 && ss.optimisticRate(c) > bar {
-				return c
-			}
-		}
+	if c := m.unmeasured(k, ss); c > 0 {
+		return c
 	}
 	switch {
 	case best != k:
@@ -160,6 +158,28 @@ func (m *specMeter) probeK(step, k, best int, ss *SpecSensors) int {
 		return k - 1
 	}
 	return min(k+1, MaxSpecK)
+}
+
+// unmeasured is the K nearest k whose verify batch was measured at most
+// once (the first batch of a size also pays for its warm-up) and that could
+// beat the choice k if it cost no more than the largest smaller batch
+// measured twice (optimisticRate), 0 when there is none.
+func (m *specMeter) unmeasured(k int, ss *SpecSensors) int {
+	bar := max(1+autoMargin, ss.ExpectedRate(k))
+	o := *ss
+	for c := 1; c <= MaxSpecK; c++ {
+		if m.nVer[c] < 2 {
+			o.VerifyCost[c] = 0
+		}
+	}
+	for d := 1; d < MaxSpecK; d++ {
+		for _, c := range []int{k - d, k + d} {
+			if c >= 1 && c <= MaxSpecK && m.nVer[c] < 2 && o.optimisticRate(c) > bar {
+				return c
+			}
+		}
+	}
+	return 0
 }
 
 // optimisticRate is ExpectedRate(k) with an unmeasured v(k+1) taken as
