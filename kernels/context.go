@@ -90,6 +90,7 @@ type Context struct {
 	mem   C.llama_memory_t
 	m     *Model
 	abort *C.int // C memory: the flag edgellm_abort_cb polls
+	sched schedPass
 
 	nCtx, nCtxSeq, nBatch, nUBatch, nSeqMax, nVocab int
 	typeK, typeV                                    KVType

@@ -55,6 +55,7 @@ func (c *Context) Decode(b *Batch) error {
 	}
 	// Step 3: decode. A pending Interrupt stays set until a decode consumes it.
 	C.edgellm_log_clear_error()
+	c.sched.pass()
 	rc := int(C.llama_decode(c.ptr, b.c))
 	if rc != 0 {
 		if rc == 2 {

@@ -97,8 +97,9 @@ func (t *Threadpool) Close() error {
 
 // CPUBackend is ggml's CPU backend: it computes graphs with its threadpool.
 type CPUBackend struct {
-	p  C.ggml_backend_t
-	tp *Threadpool
+	p     C.ggml_backend_t
+	tp    *Threadpool
+	sched schedPass
 }
 
 // NewCPUBackend creates a CPU backend running on tp (nil: ggml's own threads,
@@ -161,6 +162,7 @@ func keepAffinity() func() {
 
 // Compute runs the graph. Every tensor in it must be allocated.
 func (b *CPUBackend) Compute(g *Graph) error {
+	b.sched.pass()
 	if b.tp != nil && b.tp.masked {
 		defer keepAffinity()()
 	}

@@ -70,16 +70,17 @@ func TestSetThreadsKeepsTokens(t *testing.T) {
 // most keep N CPUs busy; anything else (an idle pool worker polling between
 // graphs, a pool larger than asked, a helper thread spinning) adds CPU beyond
 // N × wall or a busy thread beyond N. The slack is the rest of the process.
-// The issue's goal is 0.05; a quiet AMD Zen run measured 1.075 at one thread
-// on stories260K (1,221 steps/s, so the Go runtime's own work on other
-// threads — sysmon, GC background workers — weighs most on this tiny model;
-// not yet attributed, issue #13 stays open on it). The bound is 0.10 until
-// that is found: an idle pool worker or a spinning helper still costs a
-// whole extra core and fails both this and the busy-thread check (≤ N
-// threads busy > 10% of the wall; the per-thread reading has a 10 ms tick,
-// ≤ 2 ticks per thread over ≥ 1 s). A loaded machine can only lower the
-// ratio (wall grows while the process waits).
-const decodeCPUSlack = 0.10
+// The slack is the issue's goal, 0.05. It was 0.10 while a quiet run
+// measured 1.045–1.074 at one thread on stories260K: Go's sysmon retaking
+// the P of a goroutine that only makes cgo calls (kernels/schedpass.go).
+// With the scheduler pass every 5 ms the same runs measured 0.998–1.000,
+// with 0.009–0.015 of the wall outside the busiest thread (0.004–0.007 at
+// two threads). An idle pool worker or a spinning helper costs a whole
+// extra core and fails both this and the busy-thread check (≤ N threads
+// busy > 10% of the wall; the per-thread reading has a 10 ms tick, ≤ 2
+// ticks per thread over ≥ 1 s). A loaded machine can only lower the ratio
+// (wall grows while the process waits).
+const decodeCPUSlack = 0.05
 
 func TestDecodeCPUBound(t *testing.T) {
 	if testing.Short() {
