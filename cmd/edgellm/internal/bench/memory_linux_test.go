@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgellm/edgellm/internal/cputime"
 )
 
 // TestMemSamplerSeesPeak maps and touches 64 MiB between Start and Stop and
@@ -68,5 +70,40 @@ func TestMemSamplerSeesPeak(t *testing.T) {
 	again := m.Stop()
 	if again.RSS > rss0+size/2 {
 		t.Fatalf("Start did not reset the peak: %+v after %+v", again, peak)
+	}
+}
+
+// TestMemSamplerCPU: the sampler counts the CPU its background readings
+// cost (bench leaves it out of "cores busy"): more than nothing after its
+// readings, never more than the whole process used meanwhile, and never
+// decreasing (a reading that resumed on another thread would subtract one
+// thread's clock from another's).
+func TestMemSamplerCPU(t *testing.T) {
+	m, err := NewMemSampler(time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.CPU() != 0 {
+		t.Fatalf("CPU %v before Start", m.CPU())
+	}
+	p0 := cputime.Process()
+	m.Start()
+	last := time.Duration(0)
+	for end := time.Now().Add(30 * time.Second); m.Peek().Samples < 50; time.Sleep(time.Millisecond) {
+		c := m.CPU()
+		if c < last {
+			t.Fatalf("sampler CPU went from %v to %v", last, c)
+		}
+		last = c
+		if time.Now().After(end) {
+			t.Fatalf("%d readings in 30 s at a 1 ms tick", m.Peek().Samples)
+		}
+	}
+	m.Stop()
+	cpu, proc := m.CPU(), cputime.Process()-p0
+	t.Logf("%d readings (%d smaps walks): sampler CPU %v, process CPU %v", m.Peek().Samples, m.Peek().SmapsSamples, cpu, proc)
+	if cpu <= 0 || cpu > proc {
+		t.Fatalf("sampler CPU %v, process CPU %v over the same time: want 0 < sampler ≤ process", cpu, proc)
 	}
 }
