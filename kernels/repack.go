@@ -141,12 +141,25 @@ const hugePage = 2 << 20
 // switch exists for kernels where compaction at load costs more than it gives.
 func RepackHugePages() bool { return os.Getenv("EDGELLM_REPACK_HUGEPAGES") != "0" }
 
+// hugeMinBuffer is the smallest buffer adviseHuge advises: glibc serves an
+// allocation this large (its largest dynamic mmap threshold, 32 MiB on
+// 64-bit) from a mapping of its own, while a smaller one can come from a
+// malloc arena, whose pages the advice would then cover for whatever reuses
+// them after the buffer is freed (seen in the test suite: a second buffer
+// at the same address carried the first one's "hg" flag). Small buffers
+// gain little from huge pages anyway.
+const hugeMinBuffer = 32 << 20
+
 // adviseHuge applies MADV_HUGEPAGE to the 2 MiB-aligned pages inside
-// [base, base+size) before anything is written there, so that the first
-// touch faults in huge pages, and returns how many bytes it advised. Advice
+// [base, base+size) of a buffer of at least hugeMinBuffer bytes, before
+// anything is written there, so that the first touch faults in huge pages,
+// and returns how many bytes it advised. Advice
 // the kernel refuses (no THP support) is not an error: the buffer works with
 // small pages.
 func adviseHuge(base unsafe.Pointer, size int64) int64 {
+	if size < hugeMinBuffer {
+		return 0
+	}
 	lo := (uintptr(base) + hugePage - 1) &^ (hugePage - 1)
 	hi := (uintptr(base) + uintptr(size)) &^ (hugePage - 1)
 	if hi <= lo {

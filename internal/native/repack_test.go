@@ -108,7 +108,7 @@ func TestRepackStats(t *testing.T) {
 			}
 			// Huge-page advice covers the whole 2 MiB pages inside the
 			// buffer (kernels.TestRepackHugePages checks the VMA flags).
-			if st.HugePageBytes < 0 || st.HugePageBytes > st.BufferBytes || (st.BufferBytes >= 4<<20 && st.HugePageBytes == 0) ||
+			if st.HugePageBytes < 0 || st.HugePageBytes > st.BufferBytes || (st.BufferBytes >= 64<<20 && st.HugePageBytes == 0) ||
 				e.Info().RepackHugePageBytes != st.HugePageBytes {
 				t.Errorf("huge pages: %d advised of a %d-byte buffer, info %d", st.HugePageBytes, st.BufferBytes, e.Info().RepackHugePageBytes)
 			}
