@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/edgellm/edgellm/abi"
 )
@@ -162,5 +163,39 @@ func TestSnapshotFillCPULoad(t *testing.T) {
 	(&Snapshot{Runnable: Runnable{Present: true, Running: 4}}).Fill(&e)
 	if e.Present&(abi.PresentCPULoad|abi.PresentCPUPSI) != 0 {
 		t.Fatalf("absent readings set bits %v", e.Present)
+	}
+}
+
+// Sampler.Invalidate drops the Reader's CPU-load cache too: a run queue that
+// changed is seen at the next Snapshot, whatever WithCPULoadInterval says.
+func TestSamplerInvalidateCPULoad(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "proc/loadavg")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1.00 1.00 1.00 1/300 999\n")
+	r, err := NewReader(WithRoot(root), WithSources(SourceCPULoad), WithCPULoadInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := NewSampler(r, nil, time.Hour)
+	if got := s.Snapshot().Runnable.Running; got != 1 {
+		t.Fatalf("running %d, want 1", got)
+	}
+	write("3.00 1.00 1.00 3/300 999\n")
+	s.Invalidate()
+	if got := s.Snapshot().Runnable.Running; got != 3 {
+		t.Fatalf("after Invalidate: running %d, want 3 (the Reader's CPU-load cache was kept)", got)
+	}
+	write("2.00 1.00 1.00 2/300 999\n")
+	if got := s.Snapshot().Runnable.Running; got != 3 {
+		t.Fatalf("without Invalidate: running %d, want the cached 3", got)
 	}
 }

@@ -242,6 +242,10 @@ func (r *Reader) Read(s *Snapshot) {
 	r.readCPULoad(buf, s)
 }
 
+// invalidateCPULoad makes the next Read re-read the CPU contention files
+// whatever WithCPULoadInterval says (Sampler.Invalidate).
+func (r *Reader) invalidateCPULoad() { r.cpuDue = time.Time{} }
+
 // readCPULoad reads CPU contention: pressure, the run queue and the CPUs
 // this process may use.
 func (r *Reader) readCPULoad(buf []byte, s *Snapshot) {
