@@ -61,9 +61,12 @@ type Adapter struct {
 	s       abi.Sensors
 	cur     abi.Decision
 	lastTok time.Time
-	prec    precisionSensors // manifest and tok/s target (adapt_precision.go)
-	ewma    float32
-	steps   stepClock // step time per thread count (adapt_threads.go)
+	// reread counts down the steps to a second sensor refresh after
+	// RefreshSensors (adapt_refresh.go); 0 = none due.
+	reread int
+	prec   precisionSensors // manifest and tok/s target (adapt_precision.go)
+	ewma   float32
+	steps  stepClock // step time per thread count (adapt_threads.go)
 	// wall is set for readings on the wall clock (live sensors): the policy
 	// is then also asked when MaxInterval passed since lastCall. A trace
 	// replay is paced by the step cadence alone, so it is reproducible.
@@ -206,6 +209,13 @@ func (a *Adapter) BeforeStep(step int) error {
 		}
 	}
 	a.lastTok = now
+	if a.reread > 0 {
+		if a.reread--; a.reread == 0 {
+			if r, ok := a.src.(sensorRefresher); ok {
+				r.Refresh()
+			}
+		}
+	}
 	if step < a.next && !a.overdue(now) {
 		return nil
 	}

@@ -22,9 +22,20 @@ func (m *mixedSensors) Refresh() { m.Live.Refresh() }
 // spans it is left out of the step clock and the tok/s reading (as the
 // first step is), so the wait neither looks like contention nor makes the
 // policy's call due.
+//
+// The reading taken right after the gate also sees the runner that has just
+// released the engine, still running; kept for the sensors' interval (the
+// CPU run queue for 250 ms), it made a CPU look taken for a whole phase
+// after the hogs left. So the sensors are read once more rereadSteps steps
+// later, when the runner is done.
 func (a *Adapter) RefreshSensors() {
 	if r, ok := a.src.(sensorRefresher); ok {
 		r.Refresh()
+		a.reread = rereadSteps + 1
 	}
 	a.lastTok = time.Time{}
 }
+
+// rereadSteps is how many steps after a RefreshSensors the sensors are read
+// again.
+const rereadSteps = 2

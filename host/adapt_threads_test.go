@@ -121,3 +121,35 @@ func TestRefreshSkipsGateWait(t *testing.T) {
 		t.Fatalf("the gate wait was observed as a step: last %v s, jumped %v", a.steps.lastDt, a.steps.jumped())
 	}
 }
+
+// refreshCounter is a SensorSource that counts Refresh calls.
+type refreshCounter struct{ n int }
+
+func (r *refreshCounter) Fill(int, time.Duration, *abi.Sensors) {}
+func (r *refreshCounter) Describe() string                      { return "refresh counter (test)" }
+func (r *refreshCounter) Close() error                          { return nil }
+func (r *refreshCounter) Refresh()                              { r.n++ }
+
+// RefreshSensors (the scenario's token gate) re-reads the sensors at once
+// and again rereadSteps steps later: the first reading also sees the runner
+// that has just released the engine.
+func TestRefreshSensorsRereads(t *testing.T) {
+	src := &refreshCounter{}
+	a := &Adapter{src: src, wall: true, lastCall: time.Now(), next: 1000} // no policy call due
+	a.RefreshSensors()
+	if src.n != 1 {
+		t.Fatalf("%d refreshes after RefreshSensors, want 1", src.n)
+	}
+	for step := 1; step <= rereadSteps+3; step++ {
+		if err := a.BeforeStep(step); err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if step > rereadSteps {
+			want = 2
+		}
+		if src.n != want {
+			t.Fatalf("after step %d: %d refreshes, want %d", step, src.n, want)
+		}
+	}
+}
