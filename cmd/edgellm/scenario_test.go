@@ -478,3 +478,17 @@ func assertQuotaBit(t *testing.T, p *scenario.PolicyResult) {
 	}
 	t.Errorf("%s: the cgroup was never throttled in %d periods: the quota did not bite", p.Name, p.CPUPeriods)
 }
+
+// Every scenario file in testdata/scenarios parses and validates, also the
+// ones no test runs (cpu-contention-long.yaml is for make bench).
+func TestScenarioFilesParse(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files: %v", err)
+	}
+	for _, f := range files {
+		if _, err := scenario.ReadFile(f); err != nil {
+			t.Errorf("%s: %v", filepath.Base(f), err)
+		}
+	}
+}

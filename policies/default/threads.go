@@ -9,7 +9,10 @@ import "github.com/edgellm/edgellm/abi"
 // make two threads several times slower than one. The controller
 //
 //   - lowers the thread count when other runnable tasks leave fewer free
-//     CPUs than decode threads, confirmed by CPU pressure (PSI some avg10)
+//     CPUs than decode threads, confirmed by CPU pressure (PSI some avg10,
+//     unless it is falling: a 10 s average decays for seconds after the
+//     contention has gone, and then confirmed any task that happened to be
+//     runnable at a call, so the policy lowered again right after raising)
 //     or by the engine's own step time against its quiet baseline at this
 //     thread count; or, without load readings, when that step time has
 //     doubled;
@@ -68,6 +71,10 @@ type threadState struct {
 	lastChange uint64  // step of the last thread change
 	changed    bool
 
+	psiLast    float32 // the last CPU PSI avg10 read
+	psiSeen    bool    // psiLast holds a reading
+	psiFalling bool    // the last change of it was down, or none seen yet
+
 	raised      bool    // a raise is on trial (RaiseTrialSteps)
 	raisedAt    uint64  // its step
 	raisedTPS   float32 // smoothed tok/s before it (0: not read)
@@ -99,7 +106,20 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 	psi := s.Has(abi.PresentCPUPSI)
 	ratio := s.Has(abi.PresentStepBaseline)
 	slow := ratio && s.StepTimeRatio >= SlowRatio
-	pressed := psi && s.CPUPSISomeAvg10 >= PSIContended
+	if psi {
+		// The kernel updates avg10 every 2 s; between updates the value
+		// repeats. Until it has moved once, its direction is unknown and it
+		// confirms nothing (the previous run's contention may be decaying).
+		v := s.CPUPSISomeAvg10
+		switch {
+		case !ts.psiSeen:
+			ts.psiFalling = true
+		case v != ts.psiLast:
+			ts.psiFalling = v < ts.psiLast
+		}
+		ts.psiLast, ts.psiSeen = v, true
+	}
+	pressed := psi && s.CPUPSISomeAvg10 >= PSIContended && !ts.psiFalling
 	if ts.raised && s.Step-ts.raisedAt > RaiseTrialSteps {
 		ts.raised, ts.backoff = false, 0 // the raise held
 	}

@@ -59,7 +59,39 @@ func threadCases() []policytest.Case {
 			fresh[i].StepTimeRatio = 1.8
 		}
 	}
+	// Hogs gone, PSI (a 10 s average) still high and falling, and another
+	// task runnable at every third call (the app's other threads): the
+	// policy raises and does not lower again.
+	decay := cpuSteps([]cpuPhase{{n: 40, hogs: 2, psi: 70}})
+	for i := range 120 {
+		st := cpuSteps([]cpuPhase{{n: 1, psi: 60 - float32(i/8)}})[0]
+		if i%3 == 0 {
+			st.CPURunnable = 2
+		}
+		decay = append(decay, st)
+	}
 	return []policytest.Case{
+		{
+			Name: "hogs gone, PSI decaying, a transient task: raised and kept", Base: engine(),
+			Start: func() abi.Decision { d := start(); d.Threads = 1; return d }(), Steps: decay,
+			After: func(t *testing.T, steps []policytest.Step) {
+				raised := -1
+				for k, st := range steps {
+					switch {
+					case k < 40 && st.Decision.Threads != 1:
+						t.Fatalf("step %d: %d threads beside two hogs, want 1", k, st.Decision.Threads)
+					case raised < 0 && st.Decision.Threads == 2:
+						raised = k
+					case raised >= 0 && st.Decision.Threads != 2:
+						t.Fatalf("step %d: lowered to %d after the raise at step %d (PSI %.0f falling, %v others)",
+							k, st.Decision.Threads, raised, st.Sensors.CPUPSISomeAvg10, st.Sensors.CPURunnable-1)
+					}
+				}
+				if raised < 0 {
+					t.Fatal("never raised after the hogs left")
+				}
+			},
+		},
 		{
 			Name: "a hog before PSI rises: lowered at the first slow step", Base: engine(),
 			Start: func() abi.Decision { d := threadStart(); d.CadenceSteps = 16; return d }(), Steps: fresh,
