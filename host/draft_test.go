@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,8 +105,9 @@ func TestAttachDraft(t *testing.T) {
 		})
 	}
 
-	// Generate with a Draft: the same tokens, BeforeStep before every
-	// round, the decode figures from the rounds after the first.
+	// Generate with a Draft: the same tokens, BeforeStep before the prefill
+	// (step 0) and before every round, the decode figures from the rounds
+	// after the first.
 	t.Run("generate", func(t *testing.T) {
 		for _, spec := range []string{"skip:3", filepath.Join(d, "stories260K-first4layers.gguf")} {
 			sess := newSession(t)
@@ -117,8 +119,14 @@ func TestAttachDraft(t *testing.T) {
 			var got []int32
 			steps := 0
 			st, err := Generate(context.Background(), sess, GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Draft: dr, MeasureCPU: true,
-				Emit:       func(tok int32) error { got = append(got, tok); return nil },
-				BeforeStep: func(step int) error { steps++; return nil }})
+				Emit: func(tok int32) error { got = append(got, tok); return nil },
+				BeforeStep: func(step int) error {
+					if (step == 0) != (steps == 0) {
+						return fmt.Errorf("BeforeStep(%d) as call %d: step 0 comes first, once", step, steps+1)
+					}
+					steps++
+					return nil
+				}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +134,7 @@ func TestAttachDraft(t *testing.T) {
 				t.Fatalf("%s: token %d differs from plain greedy generation", spec, i)
 			}
 			ds := dr.Stats()
-			if st.GeneratedTokens != n || st.PromptTokens != len(prompt) || steps != ds.Rounds+ds.PlainSteps ||
+			if st.GeneratedTokens != n || st.PromptTokens != len(prompt) || steps != 1+ds.Rounds+ds.PlainSteps ||
 				st.DecodeTokens <= 0 || st.DecodeTokens >= n || st.Decode <= 0 || st.DecodeCPU <= 0 {
 				t.Errorf("%s: stats %+v, %d BeforeStep calls, draft %+v", spec, st, steps, ds)
 			}

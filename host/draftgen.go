@@ -33,7 +33,12 @@ func generateDraft(ctx context.Context, sess Session, opts GenerateOptions, emit
 		defer runtime.UnlockOSThread()
 	}
 
-	// prefill and the first token
+	// prefill and the first token, after the step-0 decision
+	if opts.BeforeStep != nil {
+		if err := opts.BeforeStep(0); err != nil {
+			return st, err
+		}
+	}
 	start, c0 := time.Now(), threadCPU(cpu)
 	first, err := d.Start(opts.Prompt)
 	if err != nil {

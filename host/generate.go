@@ -44,8 +44,10 @@ type GenerateOptions struct {
 	// and Generate keeps its goroutine on one OS thread meanwhile.
 	MeasureCPU bool
 	// BeforeStep, if set, runs before each decode step (step counts generated
-	// tokens so far). It may swap tiers or apply a policy decision; an error
-	// stops generation.
+	// tokens so far), and once with step 0 before the prompt's prefill, so
+	// that a policy's first decision (threads, tier, precision) already
+	// applies to the prefill. It may swap tiers or apply a policy decision;
+	// an error stops generation.
 	BeforeStep func(step int) error
 	// OnLogits, if set, sees the raw logits each generated token i is
 	// sampled from (before any sampler transform), e.g. to measure quality
@@ -161,7 +163,12 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 		defer runtime.UnlockOSThread()
 	}
 
-	// prefill
+	// prefill, after the step-0 decision
+	if opts.BeforeStep != nil {
+		if err := opts.BeforeStep(0); err != nil {
+			return st, err
+		}
+	}
 	start, c0 := time.Now(), threadCPU(cpu)
 	if err := sess.Decode(prompt, LogitsLast); err != nil {
 		return st, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)

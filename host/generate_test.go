@@ -79,3 +79,29 @@ func forEachEngine(t *testing.T, f func(t *testing.T, eng Engine)) {
 		})
 	}
 }
+
+// BeforeStep runs with step 0 before the prefill (the session still empty,
+// so a policy's first decision applies to the prefill), then with 1, 2, …
+// before each decode step.
+func TestGenerateBeforeStepZero(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, eng Engine) {
+		sess, err := eng.NewSession(SessionConfig{NCtx: 64, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		prompt := []int32{1, 2, 3, 4}
+		var steps, lens []int
+		_, err = Generate(context.Background(), sess, GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: 4,
+			Sampling:   SamplingParams{TopP: 1, RepeatPenalty: 1},
+			BeforeStep: func(step int) error { steps, lens = append(steps, step), append(lens, sess.Len()); return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 4 tokens: step 0 before the prefill, steps 1-3 before the forward
+		// passes of tokens 1-3 (the last token needs none)
+		if len(steps) != 4 || steps[0] != 0 || lens[0] != 0 || steps[1] != 1 || lens[1] != len(prompt) || steps[3] != 3 {
+			t.Fatalf("BeforeStep steps %v at session lengths %v; want 0 1 2 3 at 0 %d …", steps, lens, len(prompt))
+		}
+	})
+}
