@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/edgellm/edgellm/internal/cputime"
@@ -28,17 +27,13 @@ func generateDraft(ctx context.Context, sess Session, opts GenerateOptions, emit
 		return st, errors.New("GenerateOptions.OnLogits with a Draft: speculative rounds sample inside the Draft")
 	}
 	cpu := opts.MeasureCPU
-	if cpu {
-		runtime.LockOSThread() // thread CPU time needs one thread
-		defer runtime.UnlockOSThread()
+	done, err := beginGeneration(opts)
+	if err != nil {
+		return st, err
 	}
+	defer done()
 
-	// prefill and the first token, after the step-0 decision
-	if opts.BeforeStep != nil {
-		if err := opts.BeforeStep(0); err != nil {
-			return st, err
-		}
-	}
+	// prefill and the first token
 	start, c0 := time.Now(), threadCPU(cpu)
 	first, err := d.Start(opts.Prompt)
 	if err != nil {

@@ -105,6 +105,26 @@ func (s Stats) PrefillCPUTPS() float64 { return tps(s.PromptTokens, s.PrefillCPU
 func (s Stats) DecodeCPUTPS() float64 { return tps(s.DecodeTokens, s.DecodeCPU) }
 
 // threadCPU reads the thread's CPU time only when measuring.
+// beginGeneration is what both generation loops do before the prefill:
+// with MeasureCPU, keep the goroutine on one OS thread (thread CPU time
+// needs one thread; call the returned function when done), then run the
+// step-0 decision (BeforeStep(0)), so that a policy's first decision applies
+// to the prefill.
+func beginGeneration(opts GenerateOptions) (done func(), err error) {
+	done = func() {}
+	if opts.MeasureCPU {
+		runtime.LockOSThread()
+		done = runtime.UnlockOSThread
+	}
+	if opts.BeforeStep != nil {
+		if err := opts.BeforeStep(0); err != nil {
+			done()
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
 func threadCPU(measure bool) time.Duration {
 	if !measure {
 		return 0
@@ -158,17 +178,13 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 	}
 
 	cpu := opts.MeasureCPU
-	if cpu {
-		runtime.LockOSThread() // thread CPU time needs one thread
-		defer runtime.UnlockOSThread()
+	done, err := beginGeneration(opts)
+	if err != nil {
+		return st, err
 	}
+	defer done()
 
-	// prefill, after the step-0 decision
-	if opts.BeforeStep != nil {
-		if err := opts.BeforeStep(0); err != nil {
-			return st, err
-		}
-	}
+	// prefill
 	start, c0 := time.Now(), threadCPU(cpu)
 	if err := sess.Decode(prompt, LogitsLast); err != nil {
 		return st, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)

@@ -134,8 +134,8 @@ const hugePage = 2 << 20
 // huge pages: yes unless EDGELLM_REPACK_HUGEPAGES=0. Decode streams every
 // repacked weight once per token; with 4 KiB pages that is one TLB miss per
 // page (143,000 per token on a 558 MiB model). Quiet, one thread, SYNTHETIC
-// llama3.2-1b Q4_0 repacked: 29.8–30.5 tok/s advised against 25.8–27.7
-// without, in alternating processes (docs/BENCHMARKS.md). With the kernel's
+// llama3.2-1b Q4_0 repacked: 29.7–31.0 tok/s advised against 25.4–28.0
+// without, in alternating processes (docs/BENCHMARKS.md, "Session 7"). With the kernel's
 // THP set to "never" the advice does nothing; set to "madvise" (Debian's and
 // most Android kernels' default) only advised memory gets huge pages. The
 // switch exists for kernels where compaction at load costs more than it gives.
@@ -153,9 +153,8 @@ const hugeMinBuffer = 32 << 20
 // adviseHuge applies MADV_HUGEPAGE to the 2 MiB-aligned pages inside
 // [base, base+size) of a buffer of at least hugeMinBuffer bytes, before
 // anything is written there, so that the first touch faults in huge pages,
-// and returns how many bytes it advised. Advice
-// the kernel refuses (no THP support) is not an error: the buffer works with
-// small pages.
+// and returns how many bytes it advised. Advice the kernel refuses (no THP
+// support) is not an error: the buffer works with small pages.
 func adviseHuge(base unsafe.Pointer, size int64) int64 {
 	if size < hugeMinBuffer {
 		return 0

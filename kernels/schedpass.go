@@ -23,21 +23,17 @@ import (
 // here) is still retaken once: that part remains (docs/BENCHMARKS.md).
 const passEvery = 5 * time.Millisecond
 
-// epoch makes schedPass's clock monotonic (time.Since reads the monotonic
-// clock).
-var epoch = time.Now()
-
-// schedPass remembers when its owner last passed through the scheduler.
-// Not safe for concurrent use: one per Context or CPUBackend, which are used
-// by one goroutine at a time.
-type schedPass struct{ last time.Duration }
+// schedPass remembers when its owner last passed through the scheduler (the
+// zero time: never). Not safe for concurrent use: one per Context or
+// CPUBackend, which are used by one goroutine at a time.
+type schedPass struct{ last time.Time }
 
 // pass calls runtime.Gosched when passEvery has gone by since the last time
 // (about 1 µs on an unlocked goroutine with nothing else to run; a goroutine
 // locked to its thread pays a thread hand-off, tens of µs, every 5 ms).
 func (p *schedPass) pass() {
-	if now := time.Since(epoch); now-p.last >= passEvery {
-		p.last = now
+	if time.Since(p.last) >= passEvery {
+		p.last = time.Now()
 		runtime.Gosched()
 	}
 }

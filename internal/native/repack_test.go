@@ -164,6 +164,15 @@ func smapsRange(t *testing.T, base uintptr, size int64) (anon int64, fileBacked 
 	return anon, fileBacked
 }
 
+// repackModels are the SYNTHETIC Q4_0 models TestRepackLogits and
+// TestParityRepacked decode: a quarter-width TinyLlama and one with a tied
+// output head.
+var repackModels = []struct {
+	name    string
+	sh      synth.Shape
+	threads int
+}{{"tinyllama-quarter", tinyLlamaQuarter, 1}, {"tied", repackTied, 1}}
+
 // TestRepackLogits: the native engine with repacked weights against itself
 // without, on the same tokens (the plain run's greedy choices). Both
 // compute the same integer block products on Q8_0-quantized activations
@@ -183,11 +192,7 @@ func smapsRange(t *testing.T, base uintptr, size int64) (anon int64, fileBacked 
 // largest difference (otherwise a flip may legitimately reorder them).
 func TestRepackLogits(t *testing.T) {
 	requireRepack(t)
-	for _, tc := range []struct {
-		name    string
-		sh      synth.Shape
-		threads int
-	}{{"tinyllama-quarter", tinyLlamaQuarter, 1}, {"tied", repackTied, 1}} {
+	for _, tc := range repackModels {
 		t.Run(tc.name, func(t *testing.T) {
 			path := synthModel(t, tc.sh, gguf.Q4_0)
 			const n = 48
@@ -271,11 +276,7 @@ func topGap(l []float32) float64 {
 // measure Δlogit 0).
 func TestParityRepacked(t *testing.T) {
 	requireRepack(t)
-	for _, tc := range []struct {
-		name    string
-		sh      synth.Shape
-		threads int
-	}{{"tinyllama-quarter", tinyLlamaQuarter, 1}, {"tied", repackTied, 1}} {
+	for _, tc := range repackModels {
 		t.Run(tc.name, func(t *testing.T) {
 			path := synthModel(t, tc.sh, gguf.Q4_0)
 			r, err := Parity(path, ParityOptions{N: 48, Threads: tc.threads, KVType: engine.KVF16, Attention: engine.AttentionFlash, Repack: true})

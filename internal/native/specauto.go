@@ -41,8 +41,9 @@ const (
 	// draft-cost readings. It was 4: on a CPU where a batch of n costs n
 	// steps (the SYNTHETIC l1b repacked, v(5) = 4.06), each such round
 	// cost about 2.8 steps more than the tokens it gave (α 0.8), and auto
-	// K ran at 0.85× plain over 48 tokens, 0.92× over 200. The SIMULATED cases of specauto_test.go
-	// compared 1, 2 and 4: 2 was best or within 0.01 in every case.
+	// K ran at 0.85× plain over 48 tokens, 0.92× over 200. The SIMULATED
+	// cases of specauto_test.go compared 1, 2 and 4: 2 was best or within
+	// 0.01 in every case.
 	autoStartK = 2
 	// autoMaxBackoff bounds how far probes are spaced while K stays 0:
 	// every autoProbeEvery << autoMaxBackoff rounds (256). It was 2 (64).
