@@ -7,7 +7,9 @@
 # TestCAPI runs it on this machine (golden text, misuse cases, threads,
 # cancellation, the trim push, a hot reload, 1,000 load/free cycles). It runs
 # with "emulated": a policy call that misses the 5 ms decide deadline on the
-# emulated CPU is tolerated (reported) as long as the window still shrinks.
+# emulated CPU is tolerated (reported) as long as the window still shrinks,
+# and the kernel's RSS (qemu's process, whose own heap grows with every guest
+# mmap/munmap) is printed, not checked; the guest's resident pages are.
 #
 # usage: scripts/capi-arm64.sh LIBEDGELLM.so HOST_EDGELLM SHARED_DIR DEFAULT_POLICY.wasm
 #   HOST_EDGELLM is this machine's bin/edgellm: it makes the key and signs

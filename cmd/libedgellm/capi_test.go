@@ -20,8 +20,9 @@ import (
 // revisions of the default policy: the golden text, misuse (NULL pointers,
 // freed and forged handles, double free, a struct size from the future),
 // a callback that stops, cancellation and several threads at once, a
-// critical trim level that shrinks the window, a hot reload, and RSS over
-// 1,000 load/free cycles. The program's own checks decide; this test only
+// critical trim level that shrinks the window, a hot reload, and 1,000
+// load/free cycles that leave no descriptor or mapping behind with bounded
+// resident memory. The program's own checks decide; this test only
 // builds, runs and shows its output.
 func TestCAPI(t *testing.T) {
 	if runtime.GOOS != "linux" {

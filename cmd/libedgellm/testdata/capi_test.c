@@ -8,6 +8,8 @@
 // 5 ms decide deadline on the emulated CPU (the C API has no deadline
 // parameter yet), so the trim check then asks for a shrunk window and more
 // calls than failures instead of no failure at all; it says so in its output.
+// The kernel's RSS is then qemu's process and is printed, not checked (see
+// rss_kb); the program's own resident pages are checked in both modes.
 //
 // Prints one line per check and "N passed, M failed"; exits 1 on a failure.
 
@@ -15,7 +17,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "edgellm.h"
@@ -55,6 +59,10 @@ static int collect_cb(const char *text, int32_t len, int32_t token, void *user) 
     return c->stop_after > 0 && c->tokens >= c->stop_after;
 }
 
+// The kernel's RSS of this process (statm). Under qemu-user it is the
+// emulator's process, so it includes qemu's own heap, which grows by about
+// 14 kB on every guest mmap/munmap pair (measured: 1000 load/free cycles
+// add ~13 MB to qemu's [heap] while the guest's own pages stay flat).
 static long rss_kb(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     long pages = 0, resident = 0;
@@ -63,6 +71,54 @@ static long rss_kb(void) {
         fclose(f);
     }
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// The resident pages of this program's own mappings: mincore over every
+// range in /proc/self/maps. Under qemu-user that file lists the guest's
+// mappings only, so this is the app's memory without the emulator's; on a
+// real machine it tracks RSS (file mappings count their page-cache pages).
+static long mapped_resident_kb(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    long page = sysconf(_SC_PAGESIZE), pages = 0;
+    static unsigned char vec[1 << 16];
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+        for (unsigned long a = lo; a < hi;) {
+            unsigned long n = (hi - a) / (unsigned long)page;
+            if (n > sizeof vec) n = sizeof vec;
+            if (mincore((void *)a, n * (unsigned long)page, vec) != 0) break; // [vsyscall] and the like
+            for (unsigned long i = 0; i < n; i++) pages += vec[i] & 1;
+            a += n * (unsigned long)page;
+        }
+    }
+    fclose(f);
+    return pages * (page / 1024);
+}
+
+// Mappings of this process whose line names needle (the model's path,
+// "memfd:"): a leaked engine or session keeps one.
+static int mappings_naming(const char *needle) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    int n = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, needle)) n++;
+    fclose(f);
+    return n;
+}
+
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n - 1; // the directory's own descriptor
 }
 
 static int greedy(edgellm_session s, int n, struct collect *c) {
@@ -286,8 +342,16 @@ int main(int argc, char **argv) {
     CHECK(edgellm_engine_free(e) == EDGELLM_OK, "engine_free");
     CHECK(edgellm_engine_free(e) == EDGELLM_ERR_BAD_HANDLE, "engine double free");
 
-    // ---- 1,000 load/free cycles: RSS stays bounded ----
-    long rss50 = 0;
+    // ---- 1,000 load/free cycles: nothing kept, memory stays bounded ----
+    // Exact: no descriptor, model mapping or KV memfd outlives its cycle.
+    // Bounded: the program's resident memory after 1000 cycles is at most
+    // 1.1× what it was after 50 (a leak of 3 kB a cycle crosses that on
+    // the ~25 MB here). On a real machine the kernel's RSS is held to the
+    // same bound; under emulation it includes qemu's own heap and is only
+    // printed.
+    const char *model_base = strrchr(model, '/') ? strrchr(model, '/') + 1 : model; // maps shows the resolved path
+    int fds0 = open_fds(), model_maps0 = mappings_naming(model_base), memfd_maps0 = mappings_naming("memfd:");
+    long rss50 = 0, mapped50 = 0;
     int cycles_ok = 1;
     for (int i = 0; i < 1000 && cycles_ok; i++) {
         edgellm_engine ce = 0;
@@ -296,12 +360,26 @@ int main(int argc, char **argv) {
         cycles_ok &= edgellm_session_new(ce, &sp, &cs) == EDGELLM_OK;
         cycles_ok &= edgellm_session_free(cs) == EDGELLM_OK;
         cycles_ok &= edgellm_engine_free(ce) == EDGELLM_OK;
-        if (i == 49) rss50 = rss_kb();
+        if (i == 49) {
+            rss50 = rss_kb();
+            mapped50 = mapped_resident_kb();
+        }
     }
-    long rss1000 = rss_kb();
+    long rss1000 = rss_kb(), mapped1000 = mapped_resident_kb();
+    int fds1 = open_fds(), model_maps1 = mappings_naming(model_base), memfd_maps1 = mappings_naming("memfd:");
     CHECK(cycles_ok, "a load/free cycle failed");
-    CHECK(rss1000 <= rss50 * 11 / 10, "RSS after 1000 cycles %ld kB > 1.1 × after 50 (%ld kB)", rss1000, rss50);
-    printf("RSS after 50 load/free cycles %ld kB, after 1000 %ld kB (%.3f×)\n", rss50, rss1000, (double)rss1000 / (double)rss50);
+    CHECK(fds0 >= 0 && fds1 == fds0, "open descriptors %d before 1000 cycles, %d after", fds0, fds1);
+    CHECK(model_maps0 >= 0 && model_maps1 == model_maps0 && memfd_maps1 == memfd_maps0,
+          "mappings of the model %d → %d, of a memfd %d → %d over 1000 cycles", model_maps0, model_maps1,
+          memfd_maps0, memfd_maps1);
+    CHECK(mapped50 > 0 && mapped1000 <= mapped50 * 11 / 10,
+          "resident memory of the program's mappings after 1000 cycles %ld kB > 1.1 × after 50 (%ld kB)",
+          mapped1000, mapped50);
+    if (!emulated)
+        CHECK(rss1000 <= rss50 * 11 / 10, "RSS after 1000 cycles %ld kB > 1.1 × after 50 (%ld kB)", rss1000, rss50);
+    printf("after 50 / 1000 load/free cycles: resident in the program's mappings %ld / %ld kB (%.3f×); RSS %ld / %ld kB (%.3f×%s); descriptors %d → %d\n",
+           mapped50, mapped1000, (double)mapped1000 / (double)mapped50, rss50, rss1000, (double)rss1000 / (double)rss50,
+           emulated ? ", the emulator's process: not checked" : "", fds0, fds1);
 
 out:
     printf("capi: %d passed, %d failed\n", passed, failed);
