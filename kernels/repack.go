@@ -61,6 +61,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"unsafe"
@@ -204,4 +205,68 @@ func (b *BackendBuffer) SetRepacked(t Tensor, offset int64, src unsafe.Pointer) 
 // Repacked reports whether t lives in a CPU_REPACK buffer.
 func (t Tensor) Repacked() bool {
 	return t.p != nil && t.p.buffer != nil && repackType() != nil && C.ggml_backend_buffer_get_type(t.p.buffer) == repackType()
+}
+
+// Refill writes tensor t's data again from src (its plain ggml layout,
+// Nbytes long), which ggml repacks into the place SetRepacked gave t in this
+// buffer: for a tensor whose pages Release dropped. src is only read during
+// the call.
+func (b *BackendBuffer) Refill(t Tensor, src unsafe.Pointer) error {
+	if b.p == nil || t.p == nil || src == nil {
+		return ggmlErr("refill: nil buffer, tensor or source")
+	}
+	if t.p.buffer != b.p {
+		return ggmlErr("refill %q: the tensor is not in this buffer", t.Name())
+	}
+	C.ggml_backend_tensor_set(t.p, src, 0, C.size_t(t.Nbytes()))
+	return nil
+}
+
+// Release gives the pages wholly inside [offset, offset+size) of the buffer
+// back to the system (MADV_DONTNEED): the memory stops counting in RSS at
+// once and reads as zero until written again, so every tensor there must
+// be Refilled before a graph reads it. It returns the bytes released
+// (whole pages; the partial pages at either end stay).
+func (b *BackendBuffer) Release(offset, size int64) (int64, error) {
+	if b.p == nil {
+		return 0, ggmlErr("release: closed buffer")
+	}
+	if offset < 0 || size < 0 || offset+size > b.size {
+		return 0, ggmlErr("release: [%d, %d) outside buffer of %d bytes", offset, offset+size, b.size)
+	}
+	ps := uintptr(os.Getpagesize())
+	base := uintptr(b.base)
+	lo := (base + uintptr(offset) + ps - 1) &^ (ps - 1)
+	hi := (base + uintptr(offset+size)) &^ (ps - 1)
+	if hi <= lo {
+		return 0, nil
+	}
+	start := unsafe.Add(b.base, lo-base)
+	if err := unix.Madvise(unsafe.Slice((*byte)(start), hi-lo), unix.MADV_DONTNEED); err != nil {
+		return 0, fmt.Errorf("release: madvise: %w", err)
+	}
+	return int64(hi - lo), nil
+}
+
+// Resident is how many bytes of the buffer's pages are resident in memory
+// now (mincore over the pages it spans, the partial ones at its ends
+// included).
+func (b *BackendBuffer) Resident() (int64, error) {
+	if b.p == nil {
+		return 0, ggmlErr("resident: closed buffer")
+	}
+	ps := uintptr(os.Getpagesize())
+	base := uintptr(b.base)
+	lo := base &^ (ps - 1)
+	hi := (base + uintptr(b.size) + ps - 1) &^ (ps - 1)
+	vec := make([]byte, (hi-lo)/ps)
+	start := unsafe.Add(b.base, -int(base-lo))
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(start), hi-lo, uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return 0, fmt.Errorf("resident: mincore: %w", e)
+	}
+	var n int64
+	for _, v := range vec {
+		n += int64(v & 1)
+	}
+	return n * int64(ps), nil
 }

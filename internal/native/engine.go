@@ -117,6 +117,9 @@ type Engine struct {
 	report LoadReport
 	closed bool
 	tier   tierState // Options.Tiers (tiers.go)
+	// repackGen counts SetRepackLayers calls that changed a tensor; it is
+	// in every graph key, so graphs on released tensors are rebuilt.
+	repackGen uint64
 }
 
 var _ engine.Engine = (*Engine)(nil)

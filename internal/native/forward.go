@@ -28,6 +28,7 @@ import (
 type graphKey struct {
 	nTok, nKV, nOut int
 	selGen          uint64 // weight-set selection generation
+	repackGen       uint64 // Engine.repackGen: which tensors are repacked
 	// Per-layer windows (ring.go): ringGen is the generation of the
 	// layer→ring map; nKV is ring 0's attended length, nKVRing[r-1] ring r's.
 	ringGen uint64

@@ -1,7 +1,9 @@
 package native
 
 import (
+	"fmt"
 	"os"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -114,18 +116,245 @@ func outputSpec(specs []tensorSpec) int {
 }
 
 // repackTensor copies one tensor out of the mapping into the repack buffer
-// (ggml converts the layout) and drops the source pages lying wholly inside
-// the tensor from this process's mapping: they stay in the page cache,
-// clean and reclaimable, but no longer count twice in the RSS.
+// (ggml converts the layout) and drops the source pages from this process's
+// mapping (dropSource).
 func (w *Weights) repackTensor(x kernels.Tensor, off, fileOff int64) error {
 	if err := w.repack.SetRepacked(x, off, unsafe.Pointer(&w.mapping[fileOff])); err != nil {
 		return err
 	}
+	w.dropSource(fileOff, x.Nbytes())
+	return nil
+}
+
+// dropSource drops the mapping's pages lying wholly inside a repacked
+// tensor's file range from this process: they stay in the page cache,
+// clean and reclaimable, but no longer count twice in the RSS.
+func (w *Weights) dropSource(fileOff, n int64) {
 	ps := int64(os.Getpagesize())
 	lo := (fileOff + ps - 1) / ps * ps
-	hi := (fileOff + x.Nbytes()) / ps * ps
+	hi := (fileOff + n) / ps * ps
 	if hi > lo {
 		unix.Madvise(w.mapping[lo:hi], unix.MADV_DONTNEED)
 	}
-	return nil
+}
+
+// placeTwin makes the mapped twin of a repacked tensor: the same data where
+// the file has it, in ggml's plain layout, for the layers whose repacked
+// copy is released.
+func (w *Weights) placeTwin(t *gguf.TensorInfo, name string) (kernels.Tensor, error) {
+	x, err := w.meta.NewTensor(kernels.GGMLType(t.Type), t.Dims...)
+	if err != nil {
+		return x, fmt.Errorf("%s (mapped twin): %w", name, err)
+	}
+	x.SetName(name)
+	return x, w.buf.Place(x, w.File.AbsOffset(t))
+}
+
+// Repacked weights as a live choice. A repacked model keeps, for every
+// matrix in the repack buffer, a twin pointing into the mapping. A unit (one
+// layer, or the output head) either uses its repacked copy, or uses the
+// twins with the copy's pages given back to the system (kernels'
+// BackendBuffer.Release). Units are kept repacked from layer 0 up, the
+// head last, so "k units" says which: lowering k releases the head first,
+// then the highest layers. Releasing is one madvise; taking a unit back
+// repacks it again from the mapping (BackendBuffer.Refill), at about the
+// speed of the load's repacking. Graphs that used the old tensors must be
+// rebuilt (Engine.repackGen is in the graph key).
+
+// repackedTensor is one matrix in the repack buffer and where its source is.
+type repackedTensor struct {
+	x            kernels.Tensor
+	off, fileOff int64 // in the repack buffer; in the file
+}
+
+// repackUnit is one layer's repacked matrices, or the head's.
+type repackUnit struct {
+	tensors []repackedTensor
+	lo, hi  int64 // the buffer range they span
+	bytes   int64 // their tensor bytes
+	head    bool
+	active  bool // the repacked copy is resident and in use
+}
+
+func (u *repackUnit) add(t repackedTensor) {
+	n := t.x.Nbytes()
+	if len(u.tensors) == 0 {
+		u.lo, u.hi = t.off, t.off+n
+	}
+	u.lo, u.hi = min(u.lo, t.off), max(u.hi, t.off+n)
+	u.bytes += n
+	u.tensors = append(u.tensors, t)
+}
+
+// initUnits records, after the load repacked everything, both versions of
+// each layer and of the head (tensors: as loaded, i.e. repacked where
+// eligible; plain: the mapped twins; rt: the repacked matrices).
+func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repackedTensor) {
+	w.packedLayers = append([]LayerWeights(nil), w.Layers...)
+	w.plainLayers = append([]LayerWeights(nil), w.Layers...)
+	w.units = w.units[:0]
+	for i := range w.Layers {
+		pl := &w.plainLayers[i]
+		var u repackUnit
+		b := fmt.Sprintf("blk.%d.", i)
+		for _, m := range []struct {
+			name string
+			dst  *kernels.Tensor
+		}{{"attn_q", &pl.Wq}, {"attn_k", &pl.Wk}, {"attn_v", &pl.Wv}, {"attn_output", &pl.Wo},
+			{"ffn_gate", &pl.WGate}, {"ffn_up", &pl.WUp}, {"ffn_down", &pl.WDown}} {
+			n := b + m.name + ".weight"
+			if t, ok := rt[n]; ok {
+				*m.dst = plain[n]
+				u.add(t)
+			}
+		}
+		u.active = true
+		w.units = append(w.units, u)
+	}
+	if t, ok := rt["output.weight"]; ok {
+		w.packedOut, w.plainOut = w.Output, plain["output.weight"]
+		u := repackUnit{head: true, active: true}
+		u.add(t)
+		w.units = append(w.units, u)
+	}
+}
+
+// RepackState is how much of a model's repacked weights is in use.
+type RepackState struct {
+	// Layers is the units using their repacked copy (layers from 0 up, the
+	// output head counting as one more after the last layer); MaxLayers
+	// how many units there are (0 when the weights were loaded without
+	// repacking or nothing was eligible).
+	Layers, MaxLayers int
+	// Bytes is the repacked tensor bytes in use (anonymous memory);
+	// MaxBytes the same with every unit repacked.
+	Bytes, MaxBytes int64
+}
+
+// RepackChange is what one SetRepackLayers call did.
+type RepackChange struct {
+	From, To           int   // units repacked before and after
+	Released, Restored int   // units given back, units repacked again
+	ReleasedBytes      int64 // tensor bytes whose pages were given back
+	RestoredBytes      int64 // tensor bytes repacked again
+	Time               time.Duration
+}
+
+// RepackState says how much of w's repacked weights is in use.
+func (w *Weights) RepackState() RepackState {
+	st := RepackState{MaxLayers: len(w.units)}
+	for i := range w.units {
+		u := &w.units[i]
+		st.MaxBytes += u.bytes
+		if u.active {
+			st.Layers++
+			st.Bytes += u.bytes
+		}
+	}
+	return st
+}
+
+// SetRepackLayers keeps the first k units repacked (clamped to [0,
+// MaxLayers]) and uses the mapped twins for the rest, releasing or
+// repacking again what changes. Graphs built on the old tensors must be
+// rebuilt before they run again. Without repacked weights it does nothing.
+func (w *Weights) SetRepackLayers(k int) (RepackChange, error) {
+	t0 := time.Now()
+	c := RepackChange{From: w.RepackState().Layers}
+	k = max(0, min(k, len(w.units)))
+	for i := range w.units {
+		u := &w.units[i]
+		want := i < k
+		if want == u.active {
+			continue
+		}
+		if want {
+			for _, t := range u.tensors {
+				if err := w.repack.Refill(t.x, unsafe.Pointer(&w.mapping[t.fileOff])); err != nil {
+					return c, fmt.Errorf("%s: %w", w.Path, err)
+				}
+				w.dropSource(t.fileOff, t.x.Nbytes())
+			}
+			c.Restored++
+			c.RestoredBytes += u.bytes
+		} else {
+			if _, err := w.repack.Release(u.lo, u.hi-u.lo); err != nil {
+				return c, fmt.Errorf("%s: %w", w.Path, err)
+			}
+			c.Released++
+			c.ReleasedBytes += u.bytes
+		}
+		u.active = want
+		switch {
+		case u.head && want:
+			w.Output = w.packedOut
+		case u.head:
+			w.Output = w.plainOut
+		case want:
+			w.Layers[i] = w.packedLayers[i]
+		default:
+			w.Layers[i] = w.plainLayers[i]
+		}
+	}
+	c.To = w.RepackState().Layers
+	c.Time = time.Since(t0)
+	return c, nil
+}
+
+// RepackState sums every weight set's repacked weights: Layers and
+// MaxLayers are set 0's (every set is kept at the same count), the bytes
+// are all sets'.
+func (e *Engine) RepackState() RepackState {
+	var st RepackState
+	for i, w := range e.sets {
+		ws := w.RepackState()
+		if i == 0 {
+			st.Layers, st.MaxLayers = ws.Layers, ws.MaxLayers
+		}
+		st.Bytes += ws.Bytes
+		st.MaxBytes += ws.MaxBytes
+	}
+	return st
+}
+
+// SetRepackLayers keeps the first k units of every weight set repacked
+// (layers from 0 up, the output head last; Weights.SetRepackLayers) and
+// releases the rest, between steps. Every session's next step rebuilds its
+// graph. The change it reports sums the sets.
+func (e *Engine) SetRepackLayers(k int) (RepackChange, error) {
+	if e.closed {
+		return RepackChange{}, ErrClosed
+	}
+	var c RepackChange
+	t0 := time.Now()
+	for i, w := range e.sets {
+		wc, err := w.SetRepackLayers(k)
+		if wc.Released+wc.Restored > 0 {
+			e.repackGen++
+		}
+		if i == 0 {
+			c.From, c.To = wc.From, wc.To
+		}
+		c.Released += wc.Released
+		c.Restored += wc.Restored
+		c.ReleasedBytes += wc.ReleasedBytes
+		c.RestoredBytes += wc.RestoredBytes
+		if err != nil {
+			return c, fmt.Errorf("native: repack layers: %w", err)
+		}
+	}
+	c.Time = time.Since(t0)
+	return c, nil
+}
+
+// RepackState is the engine's (Engine.RepackState).
+func (s *Session) RepackState() RepackState { return s.eng.RepackState() }
+
+// SetRepackLayers changes the engine's repacked units
+// (Engine.SetRepackLayers): every session of the engine sees it.
+func (s *Session) SetRepackLayers(k int) (RepackChange, error) {
+	if s.kv == nil {
+		return RepackChange{}, ErrClosed
+	}
+	return s.eng.SetRepackLayers(k)
 }

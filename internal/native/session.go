@@ -186,7 +186,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	end := s.n + nTok
 	// Assign slots first: the attended lengths depend on the highest ones.
 	pad := s.eng.opts.KVPad
-	key := graphKey{nTok: nTok, nOut: nOut, selGen: s.selGen, ringGen: s.ringGen}
+	key := graphKey{nTok: nTok, nOut: nOut, selGen: s.selGen, repackGen: s.eng.repackGen, ringGen: s.ringGen}
 	for r, rg := range s.rings {
 		key.setNKV(r, rg.assign(s.n, nTok, s.anchors, pad))
 	}
@@ -293,7 +293,7 @@ func (s *Session) Truncate(n int) error {
 // so later graphs never grow it. Called at creation and when the layout
 // changes; the buffer never shrinks.
 func (s *Session) reserve() error {
-	key := graphKey{nTok: s.nBatch, nOut: s.nBatch, selGen: s.selGen, ringGen: s.ringGen}
+	key := graphKey{nTok: s.nBatch, nOut: s.nBatch, selGen: s.selGen, repackGen: s.eng.repackGen, ringGen: s.ringGen}
 	for r, rg := range s.rings {
 		key.setNKV(r, rg.end)
 	}

@@ -75,6 +75,13 @@ type Weights struct {
 	buf     *kernels.BackendBuffer
 	repack  *kernels.BackendBuffer // CPU_REPACK copies of matrices; nil without Repack
 	meta    *kernels.GGMLContext
+
+	// With Repack, the layers and head as the mapping holds them and as the
+	// repack buffer does; Layers and Output are one or the other, per unit
+	// (SetRepackLayers, repack.go).
+	plainLayers, packedLayers []LayerWeights
+	plainOut, packedOut       kernels.Tensor
+	units                     []repackUnit // layers 0..n-1, then the head if it has a copy
 }
 
 // WeightsOptions controls how a file is mapped.
@@ -179,7 +186,7 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	w.buf.SetWeightsUsage()
-	if w.meta, err = kernels.NewGGMLContext(len(specs)+2, 0); err != nil {
+	if w.meta, err = kernels.NewGGMLContext(2*len(specs)+3, 0); err != nil { // with Repack: a plain and a repacked tensor per matrix
 		return nil, err
 	}
 	var rp *repackPlan
@@ -195,6 +202,8 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		}
 	}
 	tensors := make(map[string]kernels.Tensor, len(specs))
+	plain := make(map[string]kernels.Tensor) // the mapped twin of each repacked tensor
+	rt := make(map[string]repackedTensor)
 	for i, sp := range specs {
 		t := infos[i]
 		if t == nil {
@@ -206,7 +215,10 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		}
 		x.SetName(sp.name)
 		if off, ok := rp.offset(i); ok {
-			err = w.repackTensor(x, off, f.AbsOffset(t))
+			if err = w.repackTensor(x, off, f.AbsOffset(t)); err == nil {
+				rt[sp.name] = repackedTensor{x: x, off: off, fileOff: f.AbsOffset(t)}
+				plain[sp.name], err = w.placeTwin(t, sp.name)
+			}
 		} else {
 			err = w.buf.Place(x, f.AbsOffset(t))
 		}
@@ -228,6 +240,8 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		tensors["output.weight"] = x
+		rt["output.weight"] = repackedTensor{x: x, off: rp.outDup, fileOff: f.AbsOffset(t)}
+		plain["output.weight"] = tensors["token_embd.weight"]
 	}
 	w.TokEmbd = tensors["token_embd.weight"]
 	w.OutNorm = tensors["output_norm.weight"]
@@ -251,6 +265,9 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 			l.lo = min(l.lo, f.AbsOffset(t))
 			l.hi = max(l.hi, f.AbsOffset(t)+t.Size)
 		}
+	}
+	if w.repack != nil {
+		w.initUnits(plain, rt)
 	}
 	// Warm what the first token needs first: the leading layers and the
 	// output head. The rest faults in on use (or by readahead).

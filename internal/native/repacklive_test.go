@@ -1,0 +1,201 @@
+package native
+
+import (
+	"math"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/kernels"
+)
+
+// TestRepackLayersLive: repacked weights as a live choice
+// (Engine.SetRepackLayers). Releasing every unit gives the pages back
+// (mincore) and decodes exactly as the engine loaded without repacking;
+// taking them back decodes exactly as the freshly repacked engine did
+// (the refill repacks the same bytes); a switch in the middle of a session
+// rebuilds its graph, and a session never reads a released page (a stale
+// graph would read zeros). Partial counts keep layers from 0 up and the
+// head last. SYNTHETIC Q4_0 models (repackModels), one thread.
+func TestRepackLayersLive(t *testing.T) {
+	requireRepack(t)
+	for _, tc := range repackModels {
+		t.Run(tc.name, func(t *testing.T) {
+			path := synthModel(t, tc.sh, gguf.Q4_0)
+			const n = 24
+			sc := engine.SessionConfig{NCtx: n + 1, NBatch: 1, Threads: 1, KVType: engine.KVF16, Attention: engine.AttentionFlash}
+			load := func(repack bool) *Engine {
+				e, err := Load(path, Options{Threads: 1, NoVocab: true, Repack: repack})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { e.Close() })
+				return e
+			}
+			plainEng, eng := load(false), load(true)
+			nv := eng.Config().NVocab
+			// run decodes toks one at a time on a new session of e and
+			// returns the logits of every step.
+			run := func(e *Engine, toks []int32) [][]float32 {
+				s, err := e.newSession(sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				var out [][]float32
+				for _, tok := range toks {
+					if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+						t.Fatal(err)
+					}
+					l := make([]float32, nv)
+					if err := s.Logits(0, l); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, l)
+				}
+				return out
+			}
+			// The plain engine's greedy tokens are the input everywhere.
+			toks := []int32{1}
+			{
+				s, err := plainEng.newSession(sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l := make([]float32, nv)
+				for len(toks) < n {
+					if err := s.Decode(toks[len(toks)-1:], engine.LogitsLast); err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Logits(0, l); err != nil {
+						t.Fatal(err)
+					}
+					toks = append(toks, kernels.Argmax(l))
+				}
+				s.Close()
+			}
+			plainL, packedL := run(plainEng, toks), run(eng, toks)
+
+			w := eng.sets[0]
+			units := tc.sh.NLayer
+			if w.Repack.OutputCopy || w.packedOut.Repacked() {
+				units++
+			}
+			st := eng.RepackState()
+			if st.Layers != units || st.MaxLayers != units || st.Bytes != w.Repack.Bytes || st.MaxBytes != w.Repack.Bytes {
+				t.Fatalf("state after load %+v, want %d units and %d bytes", st, units, w.Repack.Bytes)
+			}
+			ps := int64(os.Getpagesize())
+			res0, err := w.repack.Resident()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res0 < w.Repack.BufferBytes/ps*ps-ps {
+				t.Fatalf("repack buffer resident %d bytes of %d after load", res0, w.Repack.BufferBytes)
+			}
+
+			// Release everything: pages given back, decoding = plain engine.
+			c, err := eng.SetRepackLayers(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res1, _ := w.repack.Resident()
+			t.Logf("release all: %+v; resident %d → %d bytes", c, res0, res1)
+			if c.From != units || c.To != 0 || c.Released != units || c.ReleasedBytes != w.Repack.Bytes || c.Restored != 0 {
+				t.Errorf("release all: %+v", c)
+			}
+			if st := eng.RepackState(); st.Layers != 0 || st.Bytes != 0 || st.MaxBytes != w.Repack.Bytes {
+				t.Errorf("state after release %+v", st)
+			}
+			// What stays: the partial pages at each unit's ends.
+			if res1 > int64(2*units)*ps {
+				t.Errorf("resident after releasing every unit %d bytes, want ≤ %d (two partial pages per unit)", res1, int64(2*units)*ps)
+			}
+			for i, l := range run(eng, toks) {
+				if !slices.Equal(l, plainL[i]) {
+					t.Fatalf("released: step %d logits differ from the engine loaded without repacking", i)
+				}
+			}
+
+			// Take everything back: decoding = freshly repacked engine.
+			c, err = eng.SetRepackLayers(units + 5) // clamped
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("restore all: %+v", c)
+			if c.To != units || c.Restored != units || c.RestoredBytes != w.Repack.Bytes {
+				t.Errorf("restore all: %+v", c)
+			}
+			for i, l := range run(eng, toks) {
+				if !slices.Equal(l, packedL[i]) {
+					t.Fatalf("restored: step %d logits differ from the freshly repacked engine", i)
+				}
+			}
+
+			// In the middle of a session: each switch rebuilds the graph,
+			// and decoding on released pages never happens.
+			s, err := eng.newSession(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			l := make([]float32, nv)
+			for i, tok := range toks {
+				switch i {
+				case n / 3:
+					_, err = eng.SetRepackLayers(0)
+				case 2 * n / 3:
+					_, err = eng.SetRepackLayers(units)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				builds := s.stats.GraphBuilds
+				if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+					t.Fatal(err)
+				}
+				if (i == n/3 || i == 2*n/3) && s.stats.GraphBuilds != builds+1 {
+					t.Fatalf("step %d: the switch did not rebuild the graph (%d → %d builds)", i, builds, s.stats.GraphBuilds)
+				}
+				if err := s.Logits(0, l); err != nil {
+					t.Fatal(err)
+				}
+				// Against the plain engine, with TestRepackLogits' bound:
+				// a graph on released (zeroed) pages is far outside it.
+				var ss, maxD float64
+				for j := range l {
+					ss += float64(plainL[i][j]) * float64(plainL[i][j])
+					maxD = max(maxD, math.Abs(float64(l[j]-plainL[i][j])))
+				}
+				if rms := math.Sqrt(ss / float64(nv)); !(maxD <= 0.15*rms) {
+					t.Fatalf("step %d: max |Δlogit| %.3g against the plain engine, > 15%% of the RMS %.3g", i, maxD, rms)
+				}
+			}
+
+			// Partial: layers from 0 up, the head last.
+			for _, k := range []int{1, tc.sh.NLayer} {
+				if _, err := eng.SetRepackLayers(k); err != nil {
+					t.Fatal(err)
+				}
+				st := eng.RepackState()
+				var want int64
+				for u := range k {
+					want += w.units[u].bytes
+				}
+				if st.Layers != k || st.Bytes != want {
+					t.Errorf("k = %d: state %+v, want %d bytes", k, st, want)
+				}
+				for il := range w.Layers {
+					if got := w.Layers[il].Wq.Repacked(); got != (il < k) {
+						t.Errorf("k = %d: layer %d repacked %v", k, il, got)
+					}
+				}
+				if head := w.Output.Repacked(); head != (k > tc.sh.NLayer) {
+					t.Errorf("k = %d: head repacked %v", k, head)
+				}
+			}
+		})
+	}
+}
