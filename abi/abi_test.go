@@ -19,6 +19,7 @@ func fullSensors() Sensors {
 		LayerCount: 32, CurTier: 1, CurSpecK: 4, CurWindow: 2048, CurAnchors: 4, CurKVType: KVQ8_0,
 		SpecMeanAccepted: 2.75, SpecDraftCost: 0.31, SpecKMax: 8, TokPerSecTarget: 12,
 		CPUPSISomeAvg10: 37.5, CPURunnable: 3, CPUAllowed: 2, StepTimeRatio: 1.8, CurThreads: 2,
+		RepackLayers: 12, RepackLayersMax: 17, RepackMB: 410, RepackMBMax: 581,
 	}
 	for i := range s.LayerLatencyUS {
 		s.LayerLatencyUS[i] = float32(i) * 1.5
@@ -38,7 +39,7 @@ func fullSensors() Sensors {
 
 func fullDecision() Decision {
 	d := Decision{Tier: 2, SpecK: 6, Window: 256, Anchors: 4, Threads: 2, CadenceSteps: 8, KVType: KVQ4_0,
-		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100}
+		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100, RepackLayers: 9}
 	d.SetReason(ReasonThermal, "thermal severe: tier 1→2")
 	for i := range d.LayerBits {
 		d.LayerBits[i] = uint8(i % 9)
@@ -49,7 +50,8 @@ func fullDecision() Decision {
 
 func TestSensorsRoundTrip(t *testing.T) {
 	nan := Sensors{Present: PresentTemp, TempC: float32(math.NaN())}
-	neg := Sensors{MemAvailableMB: -1, CtxLen: math.MinInt32, Step: math.MaxUint64, TimeNS: math.MinInt64}
+	neg := Sensors{MemAvailableMB: -1, CtxLen: math.MinInt32, Step: math.MaxUint64, TimeNS: math.MinInt64,
+		RepackLayers: math.MaxInt32, RepackMBMax: math.MinInt32}
 	for _, tc := range []struct {
 		name string
 		in   Sensors
@@ -92,6 +94,7 @@ func TestDecisionRoundTrip(t *testing.T) {
 		{"zero", Decision{}},
 		{"full", fullDecision()},
 		{"long reason", long},
+		{"leave repack", Decision{RepackLayers: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			buf := make([]byte, DecisionSize+10)
@@ -208,7 +211,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestNewerMinor: a newer writer (minor 4, a longer struct) is read up to
+// TestNewerMinor: a newer writer (minor 5, a longer struct) is read up to
 // what this package knows.
 func TestNewerMinor(t *testing.T) {
 	s := fullSensors()
@@ -216,7 +219,7 @@ func TestNewerMinor(t *testing.T) {
 	if err := EncodeSensors(buf, &s); err != nil {
 		t.Fatal(err)
 	}
-	buf[2] = 4                            // minor 4
+	buf[2] = 5                            // minor 5
 	le.PutUint32(buf[4:], SensorsSize+64) // appended fields
 	for i := SensorsSize; i < len(buf); i++ {
 		buf[i] = 0xEE
@@ -229,13 +232,13 @@ func TestNewerMinor(t *testing.T) {
 		t.Fatal("newer-minor decode differs")
 	}
 	h, err := ReadHeader(buf)
-	if err != nil || h.Version != (Version{1, 4}) || h.Size != SensorsSize+64 {
+	if err != nil || h.Version != (Version{1, 5}) || h.Size != SensorsSize+64 {
 		t.Fatalf("ReadHeader = %+v, %v", h, err)
 	}
 }
 
 func TestVersion(t *testing.T) {
-	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.3" {
+	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.4" {
 		t.Fatalf("Current = %v", Current())
 	}
 	for _, tc := range []struct {
@@ -248,7 +251,8 @@ func TestVersion(t *testing.T) {
 		{Version{1, 1}, 848, 760, ""},
 		{Version{1, 2}, 1236, 760, ""},
 		{Version{1, 3}, 1256, 760, ""},
-		{Version{1, 4}, 0, 0, ErrMinorVersion},
+		{Version{1, 4}, 1272, 768, ""},
+		{Version{1, 5}, 0, 0, ErrMinorVersion},
 		{Version{2, 0}, 0, 0, ErrMajorVersion},
 		{Version{0, 9}, 0, 0, ErrMajorVersion},
 	} {
@@ -333,6 +337,7 @@ func TestExchangeSizes(t *testing.T) {
 		{Version{1, 1}, SensorsSize11, DecisionSize11},
 		{Version{1, 2}, SensorsSize12, DecisionSize11},
 		{Version{1, 3}, SensorsSize13, DecisionSize11},
+		{Version{1, 4}, SensorsSize14, DecisionSize14},
 		{Version{1, 9}, SensorsSize, DecisionSize},
 	} {
 		ss, ds, err := ExchangeSizes(tc.v)
@@ -350,8 +355,8 @@ func TestExchangeSizes(t *testing.T) {
 // clear (Sensors), or the reader's own values kept (Decision).
 func TestOlderMinorPrefix(t *testing.T) {
 	s := fullSensors()
-	s.Present = ^Presence(0) >> 34 // bits 0–29: every reading of 1.3
-	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13} {
+	s.Present = ^Presence(0) >> 33 // bits 0–30: every reading of 1.4
+	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13, SensorsSize14} {
 		buf := make([]byte, size)
 		if err := EncodeSensorsSize(buf, &s, size); err != nil {
 			t.Fatalf("size %d: %v", size, err)
@@ -378,6 +383,10 @@ func TestOlderMinorPrefix(t *testing.T) {
 			want.CPUPSISomeAvg10, want.CPURunnable, want.CPUAllowed, want.StepTimeRatio, want.CurThreads = 0, 0, 0, 0, 0
 			want.Present &^= presence13
 		}
+		if size < SensorsSize14 {
+			want.RepackLayers, want.RepackLayersMax, want.RepackMB, want.RepackMBMax = 0, 0, 0, 0
+			want.Present &^= PresentRepack
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("size %d: decoded %+v\nwant %+v", size, got, want)
 		}
@@ -390,21 +399,96 @@ func TestOlderMinorPrefix(t *testing.T) {
 	}
 
 	d := fullDecision()
-	buf := make([]byte, DecisionSize10)
-	if err := EncodeDecisionSize(buf, &d, DecisionSize10); err != nil {
-		t.Fatal(err)
+	pre := Decision{SpecPMin: 0.25, DraftThreads: 3, DraftCPUMask: 0x5, VerifyCPUMask: 0xa, RepackLayers: 5}
+	for _, size := range []int{DecisionSize10, DecisionSize11, DecisionSize14} {
+		buf := make([]byte, size)
+		if err := EncodeDecisionSize(buf, &d, size); err != nil {
+			t.Fatalf("decision size %d: %v", size, err)
+		}
+		if h, _ := ReadHeader(buf); h.Size != uint32(size) || h.Version != Current() {
+			t.Fatalf("decision size %d: header %+v", size, h)
+		}
+		got := pre
+		if err := DecodeDecision(buf, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := d
+		if size < DecisionSize11 {
+			want.SpecPMin, want.DraftThreads, want.DraftCPUMask, want.VerifyCPUMask = pre.SpecPMin, pre.DraftThreads, pre.DraftCPUMask, pre.VerifyCPUMask
+		}
+		if size < DecisionSize14 {
+			want.RepackLayers = pre.RepackLayers // a 1.1–1.3 writer keeps the pre-fill
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("decision of size %d over a pre-fill: %+v\nwant %+v", size, got, want)
+		}
 	}
-	pre := Decision{SpecPMin: 0.25, DraftThreads: 3, DraftCPUMask: 0x5, VerifyCPUMask: 0xa}
-	got := pre
-	if err := DecodeDecision(buf, &got); err != nil {
-		t.Fatal(err)
-	}
-	want := d
-	want.SpecPMin, want.DraftThreads, want.DraftCPUMask, want.VerifyCPUMask = pre.SpecPMin, pre.DraftThreads, pre.DraftCPUMask, pre.VerifyCPUMask
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("1.0 decision over a pre-fill: %+v\nwant %+v", got, want)
-	}
-	if err := EncodeDecisionSize(buf, &d, 740); !errors.Is(err, ErrBadSize) {
+	if err := EncodeDecisionSize(make([]byte, DecisionSize10), &d, 740); !errors.Is(err, ErrBadSize) {
 		t.Errorf("decision size 740: %v", err)
+	}
+}
+
+// TestMinor13Writer: structs written by a 1.3 peer (minor 3 in the header,
+// the 1.3 sizes) decode with the 1.4 Sensors fields zero and PresentRepack
+// clear, even if the writer set that bit, and with the reader's pre-filled
+// RepackLayers kept in the Decision.
+func TestMinor13Writer(t *testing.T) {
+	s := fullSensors()
+	s.Present |= PresentRepack | PresentCurrent
+	full := make([]byte, SensorsSize)
+	if err := EncodeSensors(full, &s); err != nil {
+		t.Fatal(err)
+	}
+	buf := append([]byte(nil), full[:SensorsSize13]...)
+	le.PutUint16(buf[2:], 3)
+	le.PutUint32(buf[4:], SensorsSize13)
+	var got Sensors
+	got.RepackLayers, got.RepackLayersMax, got.RepackMB, got.RepackMBMax = 1, 2, 3, 4 // must be cleared
+	if err := DecodeSensors(buf, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := s
+	want.RepackLayers, want.RepackLayersMax, want.RepackMB, want.RepackMBMax = 0, 0, 0, 0
+	want.Present &^= PresentRepack
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("1.3 sensors: %+v\nwant %+v", got, want)
+	}
+	if got.Has(PresentRepack) || !got.Has(PresentCurrent) || got.CurThreads != s.CurThreads {
+		t.Errorf("1.3 sensors: present %#x, cur_threads %d", got.Present, got.CurThreads)
+	}
+
+	d := fullDecision()
+	dfull := make([]byte, DecisionSize)
+	if err := EncodeDecision(dfull, &d); err != nil {
+		t.Fatal(err)
+	}
+	dbuf := append([]byte(nil), dfull[:DecisionSize11]...)
+	le.PutUint16(dbuf[2:], 3)
+	le.PutUint32(dbuf[4:], DecisionSize11)
+	for _, pre := range []int32{-1, 0, 7} {
+		gd := Decision{RepackLayers: pre}
+		if err := DecodeDecision(dbuf, &gd); err != nil {
+			t.Fatal(err)
+		}
+		wd := d
+		wd.RepackLayers = pre
+		if !reflect.DeepEqual(gd, wd) {
+			t.Errorf("1.3 decision over pre-fill %d: %+v\nwant %+v", pre, gd, wd)
+		}
+	}
+	// A 1.4 writer's value replaces the pre-fill, a negative one included.
+	d.RepackLayers = -1
+	_ = EncodeDecision(dfull, &d)
+	gd := Decision{RepackLayers: 7}
+	if err := DecodeDecision(dfull, &gd); err != nil || gd.RepackLayers != -1 {
+		t.Errorf("1.4 decision: repack_layers %d, %v", gd.RepackLayers, err)
+	}
+	// The reserved bytes after repack_layers are written as zero.
+	for i := range dfull[DecisionSize14-4 : DecisionSize14] {
+		dfull[DecisionSize14-4+i] = 0xEE
+	}
+	_ = EncodeDecision(dfull, &d)
+	if r := dfull[DecisionSize14-4 : DecisionSize14]; r[0]|r[1]|r[2]|r[3] != 0 {
+		t.Errorf("reserved bytes %x", r)
 	}
 }

@@ -47,6 +47,18 @@ type Decision struct {
 	// VerifyCPUMask is the CPUs target (verify and plain) steps may run on
 	// (0 = leave as is).
 	VerifyCPUMask uint64 `json:"verify_cpu_mask"`
+
+	// 1.4: repacked weights.
+
+	// RepackLayers is the number of layers to keep repacked, from layer 0
+	// up, the output head last: layers 0..RepackLayers−1 use their repacked
+	// copy, and the head only when RepackLayers is the layer count + 1 (all).
+	// Lowering it releases the head first, then the highest layers; raising
+	// it repacks them again from the mapped file. Negative = leave as is;
+	// the host pre-fills the count in force (Sensors.RepackLayers), so a
+	// policy that leaves it untouched asks for no change. The host clamps it
+	// to Sensors.RepackLayersMax; engines without repacked weights ignore it.
+	RepackLayers int32 `json:"repack_layers"`
 }
 
 // SetReason sets the reason code and text. The text is truncated to
@@ -115,6 +127,11 @@ const (
 	offDDraftCPUMask  = 744
 	offDVerifyCPUMask = 752
 	// end = 760 = DecisionSize11
+
+	// 1.4
+	offDRepackLayers = 760
+	offDReserved2    = 764 // 4 bytes, zero
+	// end = 768 = DecisionSize14
 )
 
 // EncodeDecision writes d into dst[:DecisionSize] (every field of this
@@ -150,6 +167,9 @@ func EncodeDecision(dst []byte, d *Decision) error {
 	le.PutUint32(b[offDDraftThreads:], uint32(d.DraftThreads))
 	le.PutUint64(b[offDDraftCPUMask:], d.DraftCPUMask)
 	le.PutUint64(b[offDVerifyCPUMask:], d.VerifyCPUMask)
+	// 1.4
+	le.PutUint32(b[offDRepackLayers:], uint32(d.RepackLayers))
+	clear(b[offDReserved2:DecisionSize14])
 	return nil
 }
 
@@ -161,7 +181,7 @@ func EncodeDecisionSize(dst []byte, d *Decision, size int) error {
 	switch size {
 	case DecisionSize:
 		return EncodeDecision(dst, d)
-	case DecisionSize10:
+	case DecisionSize10, DecisionSize11:
 	default:
 		return &Error{Kind: ErrBadSize, Struct: "Decision", Got: size, Want: DecisionSize}
 	}
@@ -211,6 +231,9 @@ func DecodeDecision(src []byte, d *Decision) error {
 		d.DraftThreads = int32(le.Uint32(b[offDDraftThreads:]))
 		d.DraftCPUMask = le.Uint64(b[offDDraftCPUMask:])
 		d.VerifyCPUMask = le.Uint64(b[offDVerifyCPUMask:])
+	}
+	if n >= DecisionSize14 {
+		d.RepackLayers = int32(le.Uint32(b[offDRepackLayers:]))
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ var (
 	v11 = Version{Major: 1, Minor: 1}
 	v12 = Version{Major: 1, Minor: 2}
 	v13 = Version{Major: 1, Minor: 3}
+	v14 = Version{Major: 1, Minor: 4}
 )
 
 // SensorsLayout returns the Sensors fields in offset order (a fresh slice).
@@ -75,6 +76,10 @@ func SensorsLayout() []Field {
 		{"cpu_allowed", "CPUAllowed", offSCPUAllowed, "i32", 4, v13, PresentCPULoad, "CPUs this process may run on"},
 		{"step_time_ratio", "StepTimeRatio", offSStepTimeRatio, "f32", 4, v13, PresentStepBaseline, "decode step time ÷ quiet baseline, same threads"},
 		{"cur_threads", "CurThreads", offSCurThreads, "i32", 4, v13, PresentCurrent, "current decode threads"},
+		{"repack_layers", "RepackLayers", offSRepackLayers, "i32", 4, v14, PresentRepack, "layers whose repacked weights are in use; the output head counts as one more (layer n_layer)"},
+		{"repack_layers_max", "RepackLayersMax", offSRepackLayersMax, "i32", 4, v14, PresentRepack, "layers that can be repacked (0 = the model was loaded without repacking)"},
+		{"repack_mb", "RepackMB", offSRepackMB, "i32", 4, v14, PresentRepack, "anonymous memory of the repacked weights in use, MiB"},
+		{"repack_mb_max", "RepackMBMax", offSRepackMBMax, "i32", 4, v14, PresentRepack, "the same with every layer repacked, MiB"},
 	}
 }
 
@@ -101,6 +106,8 @@ func DecisionLayout() []Field {
 		{"draft_threads", "DraftThreads", offDDraftThreads, "i32", 4, v11, 0, "draft-step threads (0 = leave as is)"},
 		{"draft_cpu_mask", "DraftCPUMask", offDDraftCPUMask, "u64", 8, v11, 0, "draft-step CPUs, bit i = CPU i (0 = leave as is)"},
 		{"verify_cpu_mask", "VerifyCPUMask", offDVerifyCPUMask, "u64", 8, v11, 0, "target-step CPUs, bit i = CPU i (0 = leave as is)"},
+		{"repack_layers", "RepackLayers", offDRepackLayers, "i32", 4, v14, 0, "layers to keep repacked, from layer 0 up, the output head last (n_layer + 1 = all); negative = leave as is"},
+		{"reserved2", "", offDReserved2, "u8[4]", 4, v14, 0, "zero"},
 	}
 }
 
@@ -143,6 +150,7 @@ func presenceName(p Presence) string {
 		"ThermalStatus", "Temp", "Battery", "Charging", "TokPerSec",
 		"TokPerSecSmoothed", "AcceptRate", "CtxLen", "LayerLatency", "Tiers", "Current",
 		"SpecAccept", "SpecCost", "SpecKMax", "Manifest", "TokTarget", "CPUPSI", "CPULoad", "StepBaseline",
+		"Repack",
 	}
 	for i, n := range names {
 		if p == 1<<i {

@@ -208,6 +208,8 @@ func TestPresenceOf(t *testing.T) {
 		{"accept_rate", PresentAcceptRate, true},
 		{"ctx_len", PresentCtxLen, true},
 		{"cur_tier", PresentCurrent, true},
+		{"repack_layers", PresentRepack, true},
+		{"repack_mb_max", PresentRepack, true},
 		{"t_ms", 0, false},
 		{"step", 0, false},
 		{"bogus", 0, false},

@@ -13,8 +13,8 @@ var le = binary.LittleEndian
 // present and have no bit.
 type Presence uint64
 
-// Presence bits. Bits 0–21 are 1.0's, 22–24 1.1's, 25–26 1.2's, 27–29 1.3's;
-// bits 30–63 are free for later minors.
+// Presence bits. Bits 0–21 are 1.0's, 22–24 1.1's, 25–26 1.2's, 27–29 1.3's,
+// 30 1.4's; bits 31–63 are free for later minors.
 const (
 	PresentMemAvailable      Presence = 1 << 0
 	PresentMemThreshold      Presence = 1 << 1
@@ -52,6 +52,9 @@ const (
 	PresentCPUPSI       Presence = 1 << 27 // CPUPSISomeAvg10
 	PresentCPULoad      Presence = 1 << 28 // CPURunnable and CPUAllowed
 	PresentStepBaseline Presence = 1 << 29 // StepTimeRatio
+
+	// 1.4: repacked weights.
+	PresentRepack Presence = 1 << 30 // RepackLayers, RepackLayersMax, RepackMB, RepackMBMax
 )
 
 // Presence bits each minor added; a reader clears a minor's bits when the
@@ -60,6 +63,7 @@ const (
 	presence11 = PresentSpecAccept | PresentSpecCost | PresentSpecKMax
 	presence12 = PresentManifest | PresentTokTarget
 	presence13 = PresentCPUPSI | PresentCPULoad | PresentStepBaseline
+	presence14 = PresentRepack
 )
 
 // Sensors is what the host tells a policy at each call: device readings,
@@ -182,6 +186,21 @@ type Sensors struct {
 	StepTimeRatio float32 `json:"step_time_ratio"`
 	// CurThreads is the current number of decode threads.
 	CurThreads int32 `json:"cur_threads"`
+
+	// 1.4: repacked weights. An engine that supports the lever sets
+	// PresentRepack; one loaded without repacking reports RepackLayersMax 0.
+
+	// RepackLayers is the number of layers whose repacked weights are in use,
+	// from layer 0 up; the output head counts as one more (layer LayerCount).
+	RepackLayers int32 `json:"repack_layers"`
+	// RepackLayersMax is the number of layers that can be repacked, the
+	// output head included (0: the model was loaded without repacking).
+	RepackLayersMax int32 `json:"repack_layers_max"`
+	// RepackMB is the anonymous memory of the repacked weights in use, MiB:
+	// memory the kernel cannot drop under pressure, unlike the mapped file.
+	RepackMB int32 `json:"repack_mb"`
+	// RepackMBMax is RepackMB with every layer repacked, MiB.
+	RepackMBMax int32 `json:"repack_mb_max"`
 }
 
 // Has reports whether all readings in p are present.
@@ -249,6 +268,13 @@ const (
 	offSStepTimeRatio = 1248
 	offSCurThreads    = 1252
 	// end = 1256 = SensorsSize13
+
+	// 1.4
+	offSRepackLayers    = 1256
+	offSRepackLayersMax = 1260
+	offSRepackMB        = 1264
+	offSRepackMBMax     = 1268
+	// end = 1272 = SensorsSize14
 )
 
 // EncodeSensors writes s into dst[:SensorsSize] (every field of this
@@ -316,6 +342,11 @@ func EncodeSensors(dst []byte, s *Sensors) error {
 	le.PutUint32(b[offSCPUAllowed:], uint32(s.CPUAllowed))
 	putF32(b[offSStepTimeRatio:], s.StepTimeRatio)
 	le.PutUint32(b[offSCurThreads:], uint32(s.CurThreads))
+	// 1.4
+	le.PutUint32(b[offSRepackLayers:], uint32(s.RepackLayers))
+	le.PutUint32(b[offSRepackLayersMax:], uint32(s.RepackLayersMax))
+	le.PutUint32(b[offSRepackMB:], uint32(s.RepackMB))
+	le.PutUint32(b[offSRepackMBMax:], uint32(s.RepackMBMax))
 	return nil
 }
 
@@ -330,11 +361,13 @@ func EncodeSensorsSize(dst []byte, s *Sensors, size int) error {
 	case SensorsSize:
 		return EncodeSensors(dst, s)
 	case SensorsSize10:
-		mask = presence11 | presence12 | presence13
+		mask = presence11 | presence12 | presence13 | presence14
 	case SensorsSize11:
-		mask = presence12 | presence13
+		mask = presence12 | presence13 | presence14
 	case SensorsSize12:
-		mask = presence13
+		mask = presence13 | presence14
+	case SensorsSize13:
+		mask = presence14
 	default:
 		return &Error{Kind: ErrBadSize, Struct: "Sensors", Got: size, Want: SensorsSize}
 	}
@@ -431,6 +464,15 @@ func DecodeSensors(src []byte, s *Sensors) error {
 	} else {
 		s.CPUPSISomeAvg10, s.CPURunnable, s.CPUAllowed, s.StepTimeRatio, s.CurThreads = 0, 0, 0, 0, 0
 		s.Present &^= presence13
+	}
+	if n >= SensorsSize14 {
+		s.RepackLayers = int32(le.Uint32(b[offSRepackLayers:]))
+		s.RepackLayersMax = int32(le.Uint32(b[offSRepackLayersMax:]))
+		s.RepackMB = int32(le.Uint32(b[offSRepackMB:]))
+		s.RepackMBMax = int32(le.Uint32(b[offSRepackMBMax:]))
+	} else {
+		s.RepackLayers, s.RepackLayersMax, s.RepackMB, s.RepackMBMax = 0, 0, 0, 0
+		s.Present &^= presence14
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import "strconv"
 // differs; minors only append fields (see ABI.md, "Versioning").
 const (
 	VersionMajor = 1
-	VersionMinor = 3
+	VersionMinor = 4
 )
 
 // Version is an ABI version as exported by a guest and carried in every
@@ -38,11 +38,13 @@ const (
 	SensorsSize11  = 848  // 1.1: speculative decoding statistics and costs
 	SensorsSize12  = 1236 // 1.2: the precision manifest, a throughput target
 	SensorsSize13  = 1256 // 1.3: CPU contention
+	SensorsSize14  = 1272 // 1.4: repacked weights
 	DecisionSize10 = 736  // 1.0
 	DecisionSize11 = 760  // 1.1: draft p_min, draft threads, CPU masks (1.2, 1.3: unchanged)
+	DecisionSize14 = 768  // 1.4: repacked layers
 
-	SensorsSize  = SensorsSize13
-	DecisionSize = DecisionSize11
+	SensorsSize  = SensorsSize14
+	DecisionSize = DecisionSize14
 )
 
 // HeaderSize is the size of the header that starts both structs:
@@ -78,6 +80,8 @@ func SensorsSizeFor(v Version) (int, error) {
 		return SensorsSize12, nil
 	case 3:
 		return SensorsSize13, nil
+	case 4:
+		return SensorsSize14, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Sensors", Got: int(v.Minor), Want: VersionMinor}
 }
@@ -92,6 +96,8 @@ func DecisionSizeFor(v Version) (int, error) {
 		return DecisionSize10, nil
 	case 1, 2, 3:
 		return DecisionSize11, nil
+	case 4:
+		return DecisionSize14, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Decision", Got: int(v.Minor), Want: VersionMinor}
 }

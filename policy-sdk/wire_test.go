@@ -35,7 +35,7 @@ func TestWireLayout(t *testing.T) {
 		},
 		{
 			name: "Decision", typ: reflect.TypeFor[abi.Decision](), layout: abi.DecisionLayout(), size: abi.DecisionSize,
-			spans: []span{{wdScalars, wdScalarsEnd, 8}, {wdWindowScale, abi.DecisionSize, 16}},
+			spans: []span{{wdScalars, wdScalarsEnd, 8}, {wdWindowScale, wdScaleEnd, 16}},
 			single: map[string]int{
 				"kv_type": wdKVType, "reason_len": wdReasonLen, "reason_code": wdReasonCode,
 				"reason_text": wdReasonText, "layer_bits": wdLayerBits,
@@ -248,6 +248,10 @@ func TestWireMatchesABI(t *testing.T) {
 	for i := range 20000 {
 		compareWireDecode(t, r, true, randomWire(r, abi.SensorsSize))
 		compareWireDecode(t, r, false, randomWire(r, abi.DecisionSize))
+		// An older host's prefixes (1.3: no repack fields) take the abi
+		// codec's path: the 1.4 Sensors fields zero, the Decision's pre-fill kept.
+		compareWireDecode(t, r, true, validWire(r, abi.SensorsSize13))
+		compareWireDecode(t, r, false, validWire(r, abi.DecisionSize11))
 
 		d := randomDecision(r)
 		n := abi.DecisionSize

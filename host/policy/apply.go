@@ -13,11 +13,12 @@ type Abilities struct {
 	Threads      bool // thread count
 	KVType       bool // KV cache type
 	LayerBits    bool // per-layer weight precision
+	Repack       bool // repacked weights: RepackLayers (ABI 1.4)
 }
 
 // AllAbilities is an engine that can change every field: policytest's
 // simulated engine.
-var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true}
+var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true, Repack: true}
 
 // Apply is the decision in force after an engine with the abilities can
 // applied d over cur, the decision in force before. It is the one rule the
@@ -26,8 +27,8 @@ var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: tru
 //   - a field the engine cannot change keeps cur's value;
 //   - the ABI's "leave as is" values keep cur's value: KVUnknown, a
 //     LayerBits entry of 0, Threads 0 (the host default: the count in
-//     force), and 0 in SpecPMin, DraftThreads, DraftCPUMask and
-//     VerifyCPUMask;
+//     force), 0 in SpecPMin, DraftThreads, DraftCPUMask and
+//     VerifyCPUMask, and a negative RepackLayers;
 //   - LayerWindowScale is taken whole: a 0 entry leaves that layer at the
 //     full window (scale 1);
 //   - CadenceSteps and the reason are taken as they are.
@@ -55,6 +56,9 @@ func Apply(cur, d abi.Decision, can Abilities) abi.Decision {
 	}
 	if can.Threads {
 		n.Threads = keep(n.Threads, d.Threads)
+	}
+	if can.Repack && d.RepackLayers >= 0 {
+		n.RepackLayers = d.RepackLayers
 	}
 	if can.KVType && d.KVType != abi.KVUnknown {
 		n.KVType = d.KVType

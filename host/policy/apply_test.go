@@ -49,4 +49,22 @@ func TestApply(t *testing.T) {
 	if got = Apply(cur, d, Abilities{CPUMask: true}); got.SpecPMin != 0.5 || got.VerifyCPUMask != 0b11 {
 		t.Fatalf("CPU mask only: %+v", got)
 	}
+
+	// 1.4: repacked layers, a negative count leaving them as they are.
+	cur.RepackLayers = 17
+	for _, tc := range []struct {
+		can       Abilities
+		ask, want int32
+	}{
+		{Abilities{Repack: true}, 4, 4},
+		{Abilities{Repack: true}, 0, 0},
+		{Abilities{Repack: true}, -1, 17},
+		{AllAbilities, 9, 9},
+		{Abilities{Threads: true}, 4, 17},
+	} {
+		d.RepackLayers = tc.ask
+		if got := Apply(cur, d, tc.can); got.RepackLayers != tc.want {
+			t.Errorf("repack %d with %+v: %d, want %d", tc.ask, tc.can, got.RepackLayers, tc.want)
+		}
+	}
 }

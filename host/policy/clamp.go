@@ -91,9 +91,10 @@ const (
 	ClampSpecPMin
 	ClampDraftThreads
 	ClampCPUMask
+	ClampRepackLayers
 )
 
-var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask"}
+var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask", "repack_layers"}
 
 // Names lists the clamped fields by their ABI names.
 func (c ClampSet) Names() []string {
@@ -178,6 +179,9 @@ func (l *Limits) clamp(d, cur *abi.Decision, kvMask uint8) ClampSet {
 	clampI32(&d.Threads, l.MaxThreads, ClampThreads)
 	clampI32(&d.DraftThreads, l.MaxThreads, ClampDraftThreads)
 	clampI32(&d.CadenceSteps, l.MaxCadence, ClampCadence)
+	// Every layer and the output head: NLayers + 1. Negative leaves the count
+	// as is; the engine's own bound (Sensors.RepackLayersMax) is the host's.
+	clampI32(&d.RepackLayers, l.NLayers+1, ClampRepackLayers)
 	if d.SpecPMin > 1 {
 		d.SpecPMin = 1
 		c |= ClampSpecPMin

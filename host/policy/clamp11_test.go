@@ -75,3 +75,33 @@ func TestClampKVTypeFixed(t *testing.T) {
 		}
 	}
 }
+
+// The ABI 1.4 decision field: a negative repack_layers leaves the count as
+// is (valid, unchanged); above every layer and the head it is clamped.
+func TestClampRepackLayers(t *testing.T) {
+	l := Limits{NTiers: 1, NLayers: 16, MaxWindow: 64, MaxThreads: 2, MaxCadence: 8}
+	cur := abi.Decision{RepackLayers: 17}
+	for _, tc := range []struct {
+		in, want int32
+		clamps   ClampSet
+	}{
+		{-1, -1, 0},
+		{-1 << 31, -1 << 31, 0},
+		{0, 0, 0},
+		{16, 16, 0},
+		{17, 17, 0}, // every layer and the output head
+		{18, 17, ClampRepackLayers},
+		{abi.MaxLayers + 2, 17, ClampRepackLayers},
+	} {
+		d := abi.Decision{RepackLayers: tc.in}
+		if why := invalidReason(&d); why != "" {
+			t.Errorf("repack %d: invalid (%s)", tc.in, why)
+		}
+		if c := l.clamp(&d, &cur, 0); c != tc.clamps || d.RepackLayers != tc.want {
+			t.Errorf("repack %d: %d clamps %v, want %d %v", tc.in, d.RepackLayers, c.Names(), tc.want, tc.clamps.Names())
+		}
+	}
+	if n := ClampRepackLayers.Names(); len(n) != 1 || n[0] != "repack_layers" {
+		t.Errorf("ClampRepackLayers.Names() = %v", n)
+	}
+}

@@ -72,7 +72,7 @@ func renderABI() string {
 		p("// %s: byte offsets from the start of the struct.", title)
 		end := 0
 		for _, f := range fields {
-			if f.Name == "reserved" {
+			if strings.HasPrefix(f.Name, "reserved") { // reserved, reserved2: padding, no constant
 				end = max(end, f.Offset+f.Size)
 				continue
 			}

@@ -2,7 +2,7 @@
 // Source: abi/layout.go and abi/enums.go (the tables of abi/ABI.md).
 
 export const ABI_MAJOR: i32 = 1;
-export const ABI_MINOR: i32 = 3;
+export const ABI_MINOR: i32 = 4;
 
 // Sensors (host -> guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -108,6 +108,14 @@ export const S_CPU_ALLOWED: i32 = 1244;
 export const S_STEP_TIME_RATIO: i32 = 1248;
 /** i32 cur_threads, since 1.3: current decode threads */
 export const S_CUR_THREADS: i32 = 1252;
+/** i32 repack_layers, since 1.4: layers whose repacked weights are in use; the output head counts as one more (layer n_layer) */
+export const S_REPACK_LAYERS: i32 = 1256;
+/** i32 repack_layers_max, since 1.4: layers that can be repacked (0 = the model was loaded without repacking) */
+export const S_REPACK_LAYERS_MAX: i32 = 1260;
+/** i32 repack_mb, since 1.4: anonymous memory of the repacked weights in use, MiB */
+export const S_REPACK_MB: i32 = 1264;
+/** i32 repack_mb_max, since 1.4: the same with every layer repacked, MiB */
+export const S_REPACK_MB_MAX: i32 = 1268;
 
 // Decision (pre-filled by the host, changed by the guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -151,10 +159,12 @@ export const D_DRAFT_THREADS: i32 = 740;
 export const D_DRAFT_CPU_MASK: i32 = 744;
 /** u64 verify_cpu_mask, since 1.1: target-step CPUs, bit i = CPU i (0 = leave as is) */
 export const D_VERIFY_CPU_MASK: i32 = 752;
+/** i32 repack_layers, since 1.4: layers to keep repacked, from layer 0 up, the output head last (n_layer + 1 = all); negative = leave as is */
+export const D_REPACK_LAYERS: i32 = 760;
 
 // Sizes of the structs this SDK's minor writes and reads.
-export const SENSORS_SIZE: i32 = 1256;
-export const DECISION_SIZE: i32 = 760;
+export const SENSORS_SIZE: i32 = 1272;
+export const DECISION_SIZE: i32 = 768;
 // Sizes by minor (each a prefix of the next); 1.0's is the smallest a 1.x reader accepts.
 export const SENSORS_SIZE_1_0: i32 = 768;
 export const DECISION_SIZE_1_0: i32 = 736;
@@ -164,6 +174,8 @@ export const SENSORS_SIZE_1_2: i32 = 1236;
 export const DECISION_SIZE_1_2: i32 = 760;
 export const SENSORS_SIZE_1_3: i32 = 1256;
 export const DECISION_SIZE_1_3: i32 = 760;
+export const SENSORS_SIZE_1_4: i32 = 1272;
+export const DECISION_SIZE_1_4: i32 = 768;
 
 // Presence bits of Sensors.present, one per reading that has one.
 export const P_MEM_AVAILABLE_MB: u64 = 0x1;
@@ -196,6 +208,7 @@ export const P_TOK_PER_SEC_TARGET: u64 = 0x4000000;
 export const P_CPU_PSI_SOME_AVG10: u64 = 0x8000000;
 export const P_CPU_RUNNABLE: u64 = 0x10000000;
 export const P_STEP_TIME_RATIO: u64 = 0x20000000;
+export const P_REPACK_LAYERS: u64 = 0x40000000;
 
 // Thermal status (Sensors.thermal_status).
 export const THERMAL_NONE: u8 = 0;
