@@ -93,6 +93,8 @@ type PolicyStats struct {
 	Changes  int // calls whose decision changed what the engine does
 	Failures int // calls answered by the fallback (trap, deadline, bad status)
 	Swaps    int // tier swaps
+	// RepackChanges counts changes of the repacked layers (ABI 1.4).
+	RepackChanges int
 	// PolicyTime is the time spent in policy calls, filling sensors included.
 	PolicyTime time.Duration
 	// DeadlineGraces counts deadline extensions: the deadline timer ran
@@ -146,6 +148,9 @@ func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 	}
 	a.cur = abi.Decision{Tier: int32(tier), Window: int32(cfg.NCtx), Threads: int32(threads),
 		CadenceSteps: DefaultCadence, KVType: abi.ParseKVType(string(kv))}
+	if rs, ok := sess.(RepackSetter); ok {
+		a.cur.RepackLayers = int32(rs.RepackState().Layers)
+	}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
 	a.ctx = cfg.NCtx
 	if enableLayerLatency(sess) {
@@ -250,6 +255,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 		s.Present |= abi.PresentTokPerSec | abi.PresentTokPerSecSmoothed
 	}
 	a.fillSpec(s)
+	a.fillRepack(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -289,6 +295,7 @@ func (a *Adapter) abilities() policy.Abilities {
 		LayerWindows: caps.SlidingWindow && window && caps.PerLayerWindow && layerWindows,
 		LayerBits:    caps.PerLayerPrec && layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
+		Repack:       repackUnits(a.sess) > 0,
 	}
 }
 
@@ -332,6 +339,9 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		changes = a.applyKVType(step, &d, old, changes)
 	}
 	a.applySpec(&d, old, &changes)
+	if d.RepackLayers != old.RepackLayers {
+		changes = a.applyRepack(step, &d, old, changes)
+	}
 	if d.CadenceSteps != old.CadenceSteps {
 		changes = append(changes, fmt.Sprintf("cadence %d→%d", old.CadenceSteps, d.CadenceSteps))
 	}

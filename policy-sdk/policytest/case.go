@@ -18,8 +18,11 @@ type Case struct {
 	Steps []abi.Sensors
 	// Base holds the engine facts the trace or steps do not carry:
 	// TiersAvailable (with PresentTiers), LayerCount and LayerLatencyUS (with
-	// PresentLayerLatency). For a trace it is the starting state every record
-	// overlays; for Steps it fills those facts when a step lacks them.
+	// PresentLayerLatency), RepackLayersMax and RepackMBMax (with
+	// PresentRepack: an engine with repacked weights, whose units in use
+	// the simulation reports from the decision in force). For a trace it is
+	// the starting state every record overlays; for Steps it fills those
+	// facts when a step lacks them.
 	Base abi.Sensors
 	// Start is the engine's state before the first call (the first pre-fill).
 	Start abi.Decision
@@ -93,6 +96,10 @@ func (src *source) next(s *abi.Sensors) {
 			s.LayerLatencyUS = b.LayerLatencyUS
 			s.Present |= abi.PresentLayerLatency
 		}
+		if !s.Has(abi.PresentRepack) && b.Has(abi.PresentRepack) {
+			s.RepackLayersMax, s.RepackMBMax = b.RepackLayersMax, b.RepackMBMax
+			s.Present |= abi.PresentRepack
+		}
 	}
 	s.Step = uint64(src.i)
 	src.i++
@@ -104,13 +111,24 @@ type engineState struct{ cur abi.Decision }
 
 func (e *engineState) apply(d *abi.Decision) { e.cur = policy.Apply(e.cur, *d, policy.AllAbilities) }
 
-// report writes the engine state into the Cur* fields of s.
+// report writes the engine state into the Cur* fields of s and, when the
+// case's engine has repacked weights (Base with PresentRepack and
+// RepackLayersMax > 0), the units in use (clamped to the maximum, as the
+// host's engine does) and their memory, proportional to the units.
 func (e *engineState) report(s *abi.Sensors) {
 	c := &e.cur
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = c.Tier, c.SpecK, c.Window, c.Anchors, c.KVType
 	s.CurLayerBits = c.LayerBits
 	s.CurThreads = c.Threads
 	s.Present |= abi.PresentCurrent
+	if s.Has(abi.PresentRepack) && s.RepackLayersMax > 0 {
+		c.RepackLayers = min(max(c.RepackLayers, 0), s.RepackLayersMax)
+		s.RepackLayers = c.RepackLayers
+		s.RepackMB = int32(int64(s.RepackMBMax) * int64(c.RepackLayers) / int64(s.RepackLayersMax))
+	} else {
+		s.Present &^= abi.PresentRepack
+		s.RepackLayers, s.RepackLayersMax, s.RepackMB, s.RepackMBMax = 0, 0, 0, 0
+	}
 }
 
 // run executes every case with call and returns the number of calls made.
