@@ -94,8 +94,8 @@ var st state
 func reset() { st, ts = state{}, threadState{} }
 
 // Decide is the policy. It changes only what it must and sets the reason of
-// the most important change: emergency > thermal > memory (tier, then KV
-// type) > throughput > speculation.
+// the most important change: emergency > thermal > memory (repacked
+// weights, tier, then KV type) > throughput > speculation.
 func Decide(s *abi.Sensors, d *abi.Decision) {
 	var r reason
 	threads(s, d, &r)
@@ -105,6 +105,7 @@ func Decide(s *abi.Sensors, d *abi.Decision) {
 	if !precisionControl(s, d, &r) { // precision.go: with a manifest
 		throughput(s, d, &r)
 	}
+	repack(s, d, &r) // repack.go: before the tier, which it may hold
 	tier(s, d, &r)
 	kvType(s, d, &r) // kv.go
 	emergency(s, d, &r)

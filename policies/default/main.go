@@ -1,6 +1,6 @@
 // Command default is edgellm's reference adaptive policy, built to
-// default.wasm by `make -C policies`. It combines five controllers, each
-// documented in decide.go:
+// default.wasm by `make -C policies`. It combines these controllers, each
+// documented in decide.go or its own file:
 //
 //   - thermal: PowerManager status ≥ MODERATE downshifts one tier at once
 //     (each further rise, one more tier);
@@ -8,6 +8,9 @@
 //     total) and cgroup usage against its limit move the tier one step at a
 //     time, with band hysteresis and at most one memory-driven change per
 //     TierHoldSteps steps;
+//   - repacked weights (repack.go): memory pressure releases the
+//     anonymous repacked copy before any precision is lost; ample memory
+//     at tier 0 takes it back;
 //   - emergency: a critical trim level or the low-memory flag shrinks the KV
 //     window to EmergencyWindow tokens, restored after RecoverSteps calm steps;
 //   - speculation: K follows a sliding window of acceptance within [MinK, MaxK];
