@@ -75,3 +75,6 @@ func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, chang
 	}
 	return append(changes, what+fmt.Sprintf(" in %.1f ms)", float64(c.Time.Microseconds())/1000))
 }
+
+// RepackNone as LoadOptions.RepackLayers repacks nothing at load.
+const RepackNone = native.RepackNone

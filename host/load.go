@@ -34,6 +34,13 @@ type LoadOptions struct {
 	// weight set in its load report). Off: weights stay in the mmap'd,
 	// reclaimable page cache. An error in a build without repacking.
 	Repack bool
+	// RepackLayers is, with Repack on the native engine, how many units are
+	// repacked at load: layers from 0 up, then the output head; 0 = all,
+	// RepackNone = none. The others read the mapped file until a policy
+	// (Decision.RepackLayers) or RepackSetter repacks them; their share of
+	// the buffer is reserved but never touched before. llama.cpp repacks
+	// all or nothing: any other value is an error there.
+	RepackLayers int
 	// Notices receives one-line notices (engine fallback); nil discards them.
 	Notices io.Writer
 }
@@ -58,6 +65,12 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	}
 	if opts.Repack && !kernels.RepackAvailable() {
 		return nil, fmt.Errorf("--repack: %w", kernels.ErrNoRepack)
+	}
+	if opts.RepackLayers != 0 && !opts.Repack {
+		return nil, fmt.Errorf("repack layers %d without repacking (--repack)", opts.RepackLayers)
+	}
+	if opts.RepackLayers < RepackNone {
+		return nil, fmt.Errorf("repack layers %d: want ≥ 0 (0 = all) or RepackNone", opts.RepackLayers)
 	}
 	first := path
 	if len(opts.Tiers) > 0 {
@@ -107,6 +120,9 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	}
 	if len(opts.LayerSets) > 0 {
 		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a llama model", first)
+	}
+	if opts.RepackLayers != 0 {
+		return nil, fmt.Errorf("%s: only the native engine repacks some layers (llama.cpp repacks all or nothing): drop --repack-layers or use --engine native", first)
 	}
 	lo := llamacpp.Options{NoMmap: opts.NoMmap, Repack: opts.Repack}
 	if len(opts.Tiers) > 0 {

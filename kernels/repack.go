@@ -186,8 +186,22 @@ func RepackAlignment() int64 {
 // tensor's plain ggml layout, Nbytes long), which ggml converts into the
 // interleaved layout. src is only read during the call.
 func (b *BackendBuffer) SetRepacked(t Tensor, offset int64, src unsafe.Pointer) error {
-	if b.p == nil || t.p == nil || src == nil {
-		return ggmlErr("set repacked: nil buffer, tensor or source")
+	if src == nil {
+		return ggmlErr("set repacked: nil source")
+	}
+	if err := b.PlaceRepacked(t, offset); err != nil {
+		return err
+	}
+	C.ggml_backend_tensor_set(t.p, src, 0, C.size_t(t.Nbytes()))
+	return nil
+}
+
+// PlaceRepacked allocates tensor t (unallocated, eligible per
+// RepackEligible) at offset bytes into a repack buffer without writing it:
+// its pages stay untouched (not resident) until Refill writes the data.
+func (b *BackendBuffer) PlaceRepacked(t Tensor, offset int64) error {
+	if b.p == nil || t.p == nil {
+		return ggmlErr("place repacked: nil buffer or tensor")
 	}
 	if C.ggml_backend_buffer_get_type(b.p) != repackType() {
 		return ggmlErr("set repacked %q: not a repack buffer", t.Name())
@@ -195,11 +209,7 @@ func (b *BackendBuffer) SetRepacked(t Tensor, offset int64, src unsafe.Pointer) 
 	if !RepackEligible(t.Type(), t.Ne(0), t.Ne(1)) || t.Ne(2) != 1 || t.Ne(3) != 1 {
 		return ggmlErr("set repacked %q: %s %dx%d is not repackable here", t.Name(), t.Type(), t.Ne(0), t.Ne(1))
 	}
-	if err := b.Place(t, offset); err != nil {
-		return err
-	}
-	C.ggml_backend_tensor_set(t.p, src, 0, C.size_t(t.Nbytes()))
-	return nil
+	return b.Place(t, offset)
 }
 
 // Repacked reports whether t lives in a CPU_REPACK buffer.

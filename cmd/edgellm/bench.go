@@ -35,6 +35,7 @@ func init() {
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
 			fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K) into ggml's interleaved layouts on every engine measured: faster, but anonymous memory; an engine named ENGINE:repack (--engine native:repack --compare native) is repacked alone")
+			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS)")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
@@ -60,6 +61,7 @@ type benchOptions struct {
 	CtxTokens        int      `koanf:"ctx-tokens"`
 	Repack           bool     `koanf:"repack"`
 	Bandwidth        bool     `koanf:"bandwidth"`
+	RepackSweep      bool     `koanf:"repack-sweep"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
 	benchSpecOptions `koanf:",squash"`
@@ -175,6 +177,12 @@ func runBench(c *cmdEnv, args []string) error {
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err
+	}
+	if o.RepackSweep {
+		if o.Spec != "" {
+			return usagef("--repack-sweep and --spec cannot be combined")
+		}
+		return runRepackSweep(c, path, o, text)
 	}
 	if o.Spec != "" {
 		return runBenchSpec(c, o, o.benchSpecOptions, path, text)

@@ -50,3 +50,57 @@ func TestRunRepack(t *testing.T) {
 		t.Errorf("repacked engines differ:\nnative   %q\nllamacpp %q", a, b)
 	}
 }
+
+// TestRunRepackLayers: --repack-layers N repacks the first N units at load
+// and says so (the rest reserved, read from the mapping); its bad inputs
+// are one-line errors.
+func TestRunRepackLayers(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 {
+		t.Skip("no AVX2: ggml has no repacked Q4_0 kernel on this CPU")
+	}
+	q4 := filepath.Join(sharedtest.Path(t, "models/derived"), "stories260K-ff192-Q4_0.gguf")
+	base := []string{"run", "-m", q4, "-n", "8", "--temp", "0", "--threads", "1"}
+	for _, tc := range []struct {
+		args          []string
+		code          int
+		want, wantOut string
+	}{
+		{[]string{"--engine", "native", "--repack", "--repack-layers", "2"}, 0, "2 of 5 units (layers from 0, then the output head) copied", ""},
+		{[]string{"--engine", "native", "--repack", "--repack-layers", "0"}, 0, "0 of 5 units", ""},
+		{[]string{"--engine", "native", "--repack", "--repack-layers", "all"}, 0, "matrices copied into repacked layouts", ""},
+		{[]string{"--engine", "native", "--repack-layers", "2"}, 2, "--repack-layers 2 needs --repack", ""},
+		{[]string{"--engine", "native", "--repack", "--repack-layers", "-1"}, 2, "want all or a count ≥ 0", ""},
+		{[]string{"--engine", "llamacpp", "--repack", "--repack-layers", "2"}, 1, "only the native engine repacks some layers", ""},
+	} {
+		_, errs, code := runCLI(t, append(base, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d (want %d), stderr lacks %q:\n%s", tc.args, code, tc.code, tc.want, errs)
+		}
+	}
+}
+
+// TestBenchRepackSweep: bench --repack-sweep switches one engine between
+// none, half and all of its units repacked and prints a row for each (the
+// rates themselves are machine-dependent and not checked); llama.cpp is
+// refused.
+func TestBenchRepackSweep(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 {
+		t.Skip("no AVX2: ggml has no repacked Q4_0 kernel on this CPU")
+	}
+	q4 := filepath.Join(sharedtest.Path(t, "models/derived"), "stories260K-ff192-Q4_0.gguf")
+	out, errs, code := runCLI(t, "bench", "-m", q4, "--repack-sweep", "-t", "1", "-p", "4", "-n", "8", "-r", "2", "--ctx", "32")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, row := range []string{"0 of 5 ", "2 of 5 ", "5 of 5 "} {
+		if !strings.Contains(out, row) {
+			t.Errorf("no row %q:\n%s", row, out)
+		}
+	}
+	if !strings.Contains(out, "MiB) / ") {
+		t.Errorf("no switch times:\n%s", out)
+	}
+	if _, errs, code := runCLI(t, "bench", "-m", q4, "--repack-sweep", "--engine", "llamacpp"); code != 2 || !strings.Contains(errs, "native engine") {
+		t.Errorf("llamacpp: exit %d, %s", code, errs)
+	}
+}

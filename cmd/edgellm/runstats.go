@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"github.com/edgellm/edgellm/host"
@@ -16,15 +17,35 @@ import (
 func addRunStatsFlags(fs *pflag.FlagSet) {
 	fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file (memory pressure then cannot be relieved by dropping page cache)")
 	fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K matrices) into ggml's interleaved layouts on either engine: faster matrix products, paid for in anonymous memory the kernel cannot reclaim under pressure (stderr reports how much)")
+	fs.String("repack-layers", "all", "with --repack on the native engine: units repacked at load, layers from 0 up then the output head (N, or all; 0 = none): the rest read the mapped file until a policy repacks them (ABI 1.4 repack_layers)")
 	fs.String("stats-json", "", "write per-token timestamps, tier and decisions as JSONL to this file (for edgellm scenario)")
 	fs.String("logits-out", "", "write the prompt, each generated token and the raw logits it was sampled from to this binary file (internal/logitlog; edgellm scenario measures KL against the highest tier from it)")
 }
 
 type runStatsOptions struct {
 	NoMmap    bool   `koanf:"no-mmap"`
-	Repack    bool   `koanf:"repack"`
-	StatsJSON string `koanf:"stats-json"`
+	Repack       bool   `koanf:"repack"`
+	RepackLayers string `koanf:"repack-layers"`
+	StatsJSON    string `koanf:"stats-json"`
 	LogitsOut string `koanf:"logits-out"`
+}
+
+// parseRepackLayers turns --repack-layers (all, or N ≥ 0; 0 = none) into
+// host.LoadOptions.RepackLayers (0 = all, host.RepackNone = none).
+func parseRepackLayers(s string, repack bool) (int, error) {
+	if s == "" || s == "all" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil || n < 0:
+		return 0, usagef("--repack-layers %q: want all or a count ≥ 0", s)
+	case !repack:
+		return 0, usagef("--repack-layers %s needs --repack", s)
+	case n == 0:
+		return host.RepackNone, nil
+	}
+	return n, nil
 }
 
 // runStats writes the --stats-json file. A nil *runStats does nothing, so

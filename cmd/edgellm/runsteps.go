@@ -53,7 +53,11 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	} else {
 		label = strings.Join(o.Tiers, ",") + fmt.Sprintf(" (tier ladder, starting on tier %d)", o.Tier)
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, LayerSets: o.LayerSets, Notices: c.Stderr})
+	rl, err := parseRepackLayers(o.RepackLayers, o.Repack)
+	if err != nil {
+		return nil, "", err
+	}
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, Notices: c.Stderr})
 	if err != nil {
 		return nil, "", err
 	}
@@ -230,15 +234,22 @@ func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc
 
 // describeRepack is run's load report line for --repack: what repacking
 // cost, or that nothing in the model was eligible (not an error: the weights
-// then all stay mapped).
+// then all stay mapped). With --repack-layers below all, the units not
+// repacked at load have their share of the buffer reserved, untouched.
 func describeRepack(info host.ModelInfo) string {
 	if info.RepackTensors == 0 {
 		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only Q4_0, IQ4_NL and Q4_K matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType)
 	}
-	s := fmt.Sprintf("repack: %d matrices copied into repacked layouts, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure)",
-		info.RepackTensors, float64(info.RepackBytes)/(1<<20))
+	var s string
+	if info.RepackLayersMax > 0 && info.RepackLayers < info.RepackLayersMax {
+		s = fmt.Sprintf("repack: %d of %d units (layers from 0, then the output head) copied into repacked layouts at load, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure); the other units read the mapped file, their %.1f MiB of the buffer reserved, not written until a policy repacks them",
+			info.RepackLayers, info.RepackLayersMax, float64(info.RepackInUseBytes)/(1<<20), float64(info.RepackBytes-info.RepackInUseBytes)/(1<<20))
+	} else {
+		s = fmt.Sprintf("repack: %d matrices copied into repacked layouts, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure)",
+			info.RepackTensors, float64(info.RepackBytes)/(1<<20))
+	}
 	if info.RepackHugePageBytes > 0 {
-		s += fmt.Sprintf("; %.1f MiB of it advised for transparent huge pages", float64(info.RepackHugePageBytes)/(1<<20))
+		s += fmt.Sprintf("; %.1f MiB of the buffer advised for transparent huge pages", float64(info.RepackHugePageBytes)/(1<<20))
 	}
 	return s
 }

@@ -97,6 +97,13 @@ type ModelInfo struct {
 	// turns the advice off): fewer TLB misses when decode streams them.
 	// llama.cpp's own buffers are not advised (0).
 	RepackHugePageBytes int64
+	// RepackLayers and RepackLayersMax are, on the native engine, the units
+	// (layers from 0 up, then the output head) whose repacked copy is in
+	// use now, and how many have one; RepackInUseBytes is what the ones in
+	// use occupy. The rest read the mapped file (LoadOptions.RepackLayers,
+	// host.RepackSetter). llama.cpp repacks all or nothing: 0.
+	RepackLayers, RepackLayersMax int
+	RepackInUseBytes              int64
 }
 
 // Vocab tokenizes and detokenizes.

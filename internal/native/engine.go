@@ -64,7 +64,15 @@ type Options struct {
 	// session may select any of them for any layer; load fewer sets to pay
 	// less.
 	Repack bool
+	// RepackLayers is, with Repack, how many units are repacked at load:
+	// layers from 0 up, then the output head (Engine.SetRepackLayers
+	// changes it later); 0 = all, RepackNone = none (the buffer is
+	// reserved, untouched, for a later SetRepackLayers).
+	RepackLayers int
 }
+
+// RepackNone as Options.RepackLayers repacks nothing at load.
+const RepackNone = -1
 
 // LoadReport describes what Load did.
 type LoadReport struct {
@@ -172,7 +180,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		}
 	}()
 	for i, h := range headers {
-		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice, Repack: opts.Repack}
+		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice, Repack: opts.Repack, RepackLayers: opts.RepackLayers}
 		if i != startSet(opts) {
 			wo.WillNeedLayers = 0 // the other sets fault in when selected
 		}
@@ -220,6 +228,7 @@ func (e *Engine) Info() engine.ModelInfo {
 	c := &e.w.Config
 	name, _ := e.w.File.GetString("general.name")
 	tmpl, _ := e.w.File.GetString("tokenizer.chat_template")
+	rs := e.RepackState()
 	ft := "unknown"
 	if e.w.Layers[0].Wq.Type().Valid() {
 		ft = e.w.Layers[0].Wq.Type().String()
@@ -229,7 +238,8 @@ func (e *Engine) Info() engine.ModelInfo {
 		FileBytes: e.w.Size(), ParamCount: e.w.File.ParamCount(), FileType: ft,
 		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl,
 		RepackBytes: e.report.RepackBytes(), RepackTensors: e.report.repackTensors(),
-		RepackHugePageBytes: e.report.RepackHugePageBytes()}
+		RepackHugePageBytes: e.report.RepackHugePageBytes(),
+		RepackLayers:        rs.Layers, RepackLayersMax: rs.MaxLayers, RepackInUseBytes: rs.Bytes}
 }
 
 // Vocab is llama.cpp's tokenizer for the model (nil with Options.NoVocab).

@@ -3,6 +3,8 @@ package native
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -126,6 +128,32 @@ func (w *Weights) repackTensor(x kernels.Tensor, off, fileOff int64) error {
 	return nil
 }
 
+// repackUnitOf is the unit a matrix belongs to: its layer, or nLayer for
+// the output head.
+func repackUnitOf(name string, nLayer int) int {
+	if rest, ok := strings.CutPrefix(name, "blk."); ok {
+		if i := strings.IndexByte(rest, '.'); i > 0 {
+			if n, err := strconv.Atoi(rest[:i]); err == nil {
+				return n
+			}
+		}
+	}
+	return nLayer
+}
+
+// repackedAtLoad reports whether unit u is filled at load for
+// Options.RepackLayers k (0 = all, negative = none).
+func repackedAtLoad(u, k int) bool { return k == 0 || (k > 0 && u < k) }
+
+// repackOrPlace repacks x at load when its unit is filled then
+// (repackedAtLoad), else only places it in the buffer, unwritten.
+func (w *Weights) repackOrPlace(x kernels.Tensor, off, fileOff int64, unit, k int) error {
+	if repackedAtLoad(unit, k) {
+		return w.repackTensor(x, off, fileOff)
+	}
+	return w.repack.PlaceRepacked(x, off)
+}
+
 // dropSource drops the mapping's pages lying wholly inside a repacked
 // tensor's file range from this process: they stay in the page cache,
 // clean and reclaimable, but no longer count twice in the RSS.
@@ -186,10 +214,11 @@ func (u *repackUnit) add(t repackedTensor) {
 	u.tensors = append(u.tensors, t)
 }
 
-// initUnits records, after the load repacked everything, both versions of
-// each layer and of the head (tensors: as loaded, i.e. repacked where
-// eligible; plain: the mapped twins; rt: the repacked matrices).
-func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repackedTensor) {
+// initUnits records both versions of each layer and of the head (w.Layers
+// and w.Output as loaded: repacked where eligible; plain: the mapped twins;
+// rt: the repacked matrices) and selects the twins for the units not
+// filled at load (repackedAtLoad with k = Options.RepackLayers).
+func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repackedTensor, k int) {
 	w.packedLayers = append([]LayerWeights(nil), w.Layers...)
 	w.plainLayers = append([]LayerWeights(nil), w.Layers...)
 	w.units = w.units[:0]
@@ -208,13 +237,19 @@ func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repac
 				u.add(t)
 			}
 		}
-		u.active = true
+		u.active = repackedAtLoad(i, k)
+		if !u.active {
+			w.Layers[i] = w.plainLayers[i]
+		}
 		w.units = append(w.units, u)
 	}
 	if t, ok := rt["output.weight"]; ok {
 		w.packedOut, w.plainOut = w.Output, plain["output.weight"]
-		u := repackUnit{head: true, active: true}
+		u := repackUnit{head: true, active: repackedAtLoad(len(w.Layers), k)}
 		u.add(t)
+		if !u.active {
+			w.Output = w.plainOut
+		}
 		w.units = append(w.units, u)
 	}
 }

@@ -174,6 +174,49 @@ func TestRepackLayersLive(t *testing.T) {
 				}
 			}
 
+			// Nothing repacked at load (RepackNone): the buffer is reserved
+			// but untouched, decoding is the plain engine's; repacking
+			// everything later gives the freshly repacked logits.
+			lazy, err := Load(path, Options{Threads: 1, NoVocab: true, Repack: true, RepackLayers: RepackNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lazy.Close()
+			lw := lazy.sets[0]
+			if st := lazy.RepackState(); st.Layers != 0 || st.MaxLayers != units || st.MaxBytes != w.Repack.Bytes {
+				t.Fatalf("RepackNone: state %+v", st)
+			}
+			// Only a buffer glibc maps on its own (≥ 32 MiB, its largest
+			// mmap threshold) starts untouched: a smaller one may reuse
+			// heap pages an earlier allocation touched.
+			if res, _ := lw.repack.Resident(); w.Repack.BufferBytes >= 32<<20 && res > 2*ps {
+				t.Errorf("RepackNone: %d bytes of the buffer resident after load, want none (two partial pages at most)", res)
+			}
+			for i, l := range run(lazy, toks) {
+				if !slices.Equal(l, plainL[i]) {
+					t.Fatalf("RepackNone: step %d logits differ from the engine loaded without repacking", i)
+				}
+			}
+			if _, err := lazy.SetRepackLayers(units); err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range run(lazy, toks) {
+				if !slices.Equal(l, packedL[i]) {
+					t.Fatalf("RepackNone, then all: step %d logits differ from the freshly repacked engine", i)
+				}
+			}
+			part, err := Load(path, Options{Threads: 1, NoVocab: true, Repack: true, RepackLayers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer part.Close()
+			if st := part.RepackState(); st.Layers != 2 || st.Bytes != w.units[0].bytes+w.units[1].bytes {
+				t.Errorf("RepackLayers 2 at load: state %+v", st)
+			}
+			if pw := part.sets[0]; !pw.Layers[1].Wq.Repacked() || pw.Layers[2].Wq.Repacked() || pw.Output.Repacked() {
+				t.Errorf("RepackLayers 2 at load: layer 1 repacked %v, layer 2 %v, head %v", pw.Layers[1].Wq.Repacked(), pw.Layers[2].Wq.Repacked(), pw.Output.Repacked())
+			}
+
 			// Partial: layers from 0 up, the head last.
 			for _, k := range []int{1, tc.sh.NLayer} {
 				if _, err := eng.SetRepackLayers(k); err != nil {

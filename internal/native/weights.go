@@ -95,6 +95,10 @@ type WeightsOptions struct {
 	// CPU_REPACK buffer (repack.go): faster matrix products, paid for in
 	// anonymous memory (Weights.Repack). Nothing eligible is not an error.
 	Repack bool
+	// RepackLayers is Options.RepackLayers: the units filled at load (0 =
+	// all, RepackNone = none); the others are placed in the buffer but not
+	// written, and use the mapped twins until SetRepackLayers.
+	RepackLayers int
 }
 
 // OpenWeights parses the GGUF header at path, validates every tensor the
@@ -215,7 +219,7 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		}
 		x.SetName(sp.name)
 		if off, ok := rp.offset(i); ok {
-			if err = w.repackTensor(x, off, f.AbsOffset(t)); err == nil {
+			if err = w.repackOrPlace(x, off, f.AbsOffset(t), repackUnitOf(sp.name, cfg.NLayer), o.RepackLayers); err == nil {
 				rt[sp.name] = repackedTensor{x: x, off: off, fileOff: f.AbsOffset(t)}
 				plain[sp.name], err = w.placeTwin(t, sp.name)
 			}
@@ -236,7 +240,7 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 			return nil, fmt.Errorf("%s: output copy: %w", path, err)
 		}
 		x.SetName("output.weight")
-		if err := w.repackTensor(x, rp.outDup, f.AbsOffset(t)); err != nil {
+		if err := w.repackOrPlace(x, rp.outDup, f.AbsOffset(t), cfg.NLayer, o.RepackLayers); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		tensors["output.weight"] = x
@@ -267,7 +271,7 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		}
 	}
 	if w.repack != nil {
-		w.initUnits(plain, rt)
+		w.initUnits(plain, rt, o.RepackLayers)
 	}
 	// Warm what the first token needs first: the leading layers and the
 	// output head. The rest faults in on use (or by readahead).
