@@ -23,11 +23,11 @@ func addRunStatsFlags(fs *pflag.FlagSet) {
 }
 
 type runStatsOptions struct {
-	NoMmap    bool   `koanf:"no-mmap"`
+	NoMmap       bool   `koanf:"no-mmap"`
 	Repack       bool   `koanf:"repack"`
 	RepackLayers string `koanf:"repack-layers"`
 	StatsJSON    string `koanf:"stats-json"`
-	LogitsOut string `koanf:"logits-out"`
+	LogitsOut    string `koanf:"logits-out"`
 }
 
 // parseRepackLayers turns --repack-layers (all, or N ≥ 0; 0 = none) into
