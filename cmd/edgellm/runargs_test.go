@@ -12,7 +12,7 @@ import (
 // (cmd/edgellm/internal/scenario) parses with run's own flag set into the options it
 // means, so the builder and run's flags cannot drift apart.
 func TestRunArgs(t *testing.T) {
-	r := runargs.Run{Tiers: []string{"a.gguf", "b.gguf"}, Engine: "llamacpp", NoMmap: true, StatsJSON: "s.jsonl", LogitsOut: "l.bin",
+	r := runargs.Run{Tiers: []string{"a.gguf", "b.gguf"}, Engine: "llamacpp", NoMmap: true, Repack: true, StatsJSON: "s.jsonl", LogitsOut: "l.bin",
 		Policy: "p.wasm", PolicyInsecure: true, N: 40, Temp: 0, Threads: 2, Ctx: 256, Prompt: "Once upon",
 		Sensors: "live+trace:t.jsonl", SensorInterval: 20 * time.Millisecond, TraceStepMs: 1}
 	argv := r.Argv()
@@ -35,7 +35,7 @@ func TestRunArgs(t *testing.T) {
 	if err := s.Decode(&o); err != nil {
 		t.Fatal(err)
 	}
-	got := runargs.Run{Tiers: o.Tiers, Engine: o.Engine, NoMmap: o.NoMmap, StatsJSON: o.StatsJSON, LogitsOut: o.LogitsOut,
+	got := runargs.Run{Tiers: o.Tiers, Engine: o.Engine, NoMmap: o.NoMmap, Repack: o.Repack, StatsJSON: o.StatsJSON, LogitsOut: o.LogitsOut,
 		Policy: o.Policy, PolicyInsecure: o.PolicyInsecure, N: o.NPredict, Temp: o.Temp, Threads: o.Threads, Ctx: o.Ctx,
 		Prompt: o.Prompt, Sensors: o.Sensors, SensorInterval: o.SensorInterval, TraceStepMs: o.TraceStepMs}
 	if !reflect.DeepEqual(got, r) {

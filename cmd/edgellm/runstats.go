@@ -103,7 +103,7 @@ func (r *runStats) token(i int) {
 		return
 	}
 	d := r.adapter.Current()
-	r.w.TokenLayers(i, cur, &runstats.Decision{K: int(d.SpecK), Window: int(d.Window), Threads: int(d.Threads)}, r.layers())
+	r.w.TokenLayers(i, cur, &runstats.Decision{K: int(d.SpecK), Window: int(d.Window), Threads: int(d.Threads), RepackLayers: int(d.RepackLayers)}, r.layers())
 }
 
 // end records the outcome of generation.

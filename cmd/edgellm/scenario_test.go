@@ -9,9 +9,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/scenario"
 	"github.com/edgellm/edgellm/internal/logitlog"
@@ -146,6 +149,61 @@ func TestScenarioMemory(t *testing.T) {
 		}
 	}
 	assertQuality(t, st, def)
+}
+
+// TestScenarioMemoryRepack: both contenders run with repacked weights
+// (anonymous memory the cgroup charges). Under the first hogs the cgroup
+// passes 90% of its limit: default releases the repacked copy at once (ABI
+// 1.4), before it lowers any precision; the last hog then leaves no room
+// for the copy: static, still holding it, is OOM-killed, default finishes.
+// Positions, not times: the hogs start at tokens 16 and 80 through the
+// token gate.
+func TestScenarioMemoryRepack(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 {
+		t.Skip("no AVX2: ggml has no repacked Q4_0 kernel on this CPU")
+	}
+	file := "../../testdata/scenarios/memory-repack.yaml"
+	ok, why := cgroupsWritable(t)
+	if !ok {
+		rep, _, stderr := runScenarioCLI(t, file)
+		assertSimulated(t, rep, stderr)
+		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
+	}
+	rep, _, _ := runScenarioCLI(t, file)
+	if rep.Simulated {
+		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
+	}
+	st := policyResult(t, rep, "static-repacked")
+	if !st.OOMKilled || st.Completed || st.Tokens >= rep.N {
+		t.Errorf("static-repacked: %s after %d tokens, want OOM-killed", st.Outcome, st.Tokens)
+	}
+	for _, p := range st.Timeline {
+		if p.Repack == 0 {
+			t.Fatalf("static-repacked: token %d ran without repacked weights", p.I)
+		}
+	}
+	def := policyResult(t, rep, "default")
+	if !def.Completed || def.OOMKilled || def.OOMKills != 0 || def.Tokens != rep.N {
+		t.Fatalf("default: %s, %d/%d tokens, OOM kills %d; want completed with none", def.Outcome, def.Tokens, rep.N, def.OOMKills)
+	}
+	released, lowered := -1, -1
+	for _, p := range def.Timeline {
+		if released < 0 && p.Repack == 0 {
+			released = p.I
+		}
+		if lowered < 0 && p.Tier > 0 {
+			lowered = p.I
+		}
+	}
+	if def.Timeline[0].Repack == 0 || released < 16 || released >= 80 {
+		t.Errorf("default released its repacked weights at token %d (started with %d units), want between the hogs at 16 and 80", released, def.Timeline[0].Repack)
+	}
+	if lowered >= 0 && lowered <= released {
+		t.Errorf("default lowered the tier at token %d, not after releasing the repacked weights (token %d)", lowered, released)
+	}
+	if !hasEvent(def, "memory low: repacked") {
+		t.Errorf("no release event: %+v", def.Events)
+	}
 }
 
 // assertQuality checks the KL against tier 0: exactly 0 for static-highest

@@ -20,6 +20,7 @@ type Run struct {
 	TokTarget      float32  // --tok-target
 	Engine         string   // --engine
 	NoMmap         bool     // --no-mmap
+	Repack         bool     // --repack
 	StatsJSON      string   // --stats-json
 	LogitsOut      string   // --logits-out
 	Policy         string   // --policy
@@ -58,6 +59,9 @@ func (r Run) Argv() []string {
 	str("--engine", r.Engine)
 	if r.NoMmap {
 		a = append(a, "--no-mmap")
+	}
+	if r.Repack {
+		a = append(a, "--repack")
 	}
 	str("--stats-json", r.StatsJSON)
 	str("--logits-out", r.LogitsOut)

@@ -50,6 +50,9 @@ type Event struct {
 	K       int `json:"k"`
 	Window  int `json:"window"`
 	Threads int `json:"threads"`
+	// RepackLayers is the units using repacked weights (ABI 1.4; with a
+	// policy on an engine that has them, else 0).
+	RepackLayers int `json:"repack_layers"`
 	// LayerLatencyUS and StepComputeUS are a per-layer latency sample of
 	// the native engine (on the first token record after each new sample).
 	LayerLatencyUS []float64 `json:"layer_latency_us"`
@@ -82,7 +85,7 @@ func Parse(line []byte) (Event, error) {
 }
 
 // Decision is the policy decision in force at a token (Writer.Token).
-type Decision struct{ K, Window, Threads int }
+type Decision struct{ K, Window, Threads, RepackLayers int }
 
 // Policy counts what the policy did over the run (Writer.End).
 type Policy struct{ Calls, Changes, Swaps, Failures int }
@@ -173,6 +176,9 @@ func (r *Writer) TokenLayers(i, tier int, d *Decision, l *Layers) {
 		r.int("k", int64(d.K))
 		r.int("window", int64(d.Window))
 		r.int("threads", int64(d.Threads))
+		if d.RepackLayers > 0 {
+			r.int("repack_layers", int64(d.RepackLayers))
+		}
 	}
 	if l != nil {
 		r.buf = append(r.buf, `,"layer_latency_us":[`...)

@@ -115,7 +115,7 @@ func (e *engineRun) start(p Policy, wasm string) error {
 	// The llamacpp engine reads the weights into memory (--no-mmap: the
 	// cgroup charges them as the engine's own); the native engine maps
 	// them and releases a tier's pages itself when it steps down.
-	ra := runargs.Run{Tiers: paths, Engine: s.Engine, NoMmap: s.Engine == "llamacpp", StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
+	ra := runargs.Run{Tiers: paths, Engine: s.Engine, NoMmap: s.Engine == "llamacpp", Repack: s.Repack, StatsJSON: e.statsPath, LogitsOut: e.logitsPath,
 		Policy: wasm, PolicyInsecure: true, N: s.N, Temp: 0, Threads: p.threads(s), Ctx: s.Ctx, Prompt: s.Prompt}
 	if pl := p.PerLayer; pl != nil {
 		ra.Tiers, ra.Model, ra.LayerSets, ra.Manifest, ra.TokTarget = nil, paths[0], paths[1:], e.manifest, pl.TokTarget

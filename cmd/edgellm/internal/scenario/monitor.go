@@ -49,7 +49,7 @@ func (m *monitor) onStats(ev runstats.Event) {
 	switch ev.Event {
 	case runstats.Token:
 		t := float64(ev.UnixUS-m.t0.UnixMicro()) / 1000
-		m.res.Timeline = append(m.res.Timeline, TokenPoint{TMs: t, I: ev.I, Tier: ev.Tier, K: ev.K, Window: ev.Window, Threads: ev.Threads, Bits: m.bits})
+		m.res.Timeline = append(m.res.Timeline, TokenPoint{TMs: t, I: ev.I, Tier: ev.Tier, K: ev.K, Window: ev.Window, Threads: ev.Threads, Repack: ev.RepackLayers, Bits: m.bits})
 		m.tokens = ev.I + 1
 		if m.onToken != nil {
 			m.onToken(m.tokens)

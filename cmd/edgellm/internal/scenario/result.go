@@ -117,6 +117,9 @@ type TokenPoint struct {
 	K       int     `json:"k"`
 	Window  int     `json:"window"`
 	Threads int     `json:"threads"`
+	// Repack is the units using repacked weights (scenario repack: true;
+	// 0 without or when all are released).
+	Repack int `json:"repack_layers,omitempty"`
 	// Bits is the bits per weight of the layers' weight sets that produced
 	// this token (per_layer contenders; 0: the tier's, Report.Tiers).
 	Bits float64 `json:"bits,omitempty"`

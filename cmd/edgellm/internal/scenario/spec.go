@@ -28,7 +28,11 @@ type Spec struct {
 	// llama ladders, which maps the tiers as weight sets and swaps by
 	// pointer), "native" or "llamacpp" (reads the weights into memory,
 	// --no-mmap, and swaps by reloading: the reference).
-	Engine   string   `yaml:"engine"`
+	Engine string `yaml:"engine"`
+	// Repack runs every contender with --repack (native engine): the
+	// weights' repacked copy is anonymous memory the cgroup charges, which
+	// a policy can release (ABI 1.4).
+	Repack   bool     `yaml:"repack"`
 	Policies []Policy `yaml:"policies"`
 	Memory   *Memory  `yaml:"memory"`
 	Thermal  *Thermal `yaml:"thermal"`
@@ -170,6 +174,9 @@ func (s *Spec) validate() error {
 	case "auto", "native", "llamacpp":
 	default:
 		return fmt.Errorf("engine %q: want auto, native or llamacpp", s.Engine)
+	}
+	if s.Repack && s.Engine == "llamacpp" {
+		return fmt.Errorf("repack: true needs the native engine (engine: %s repacks all or nothing and runs with --no-mmap here)", s.Engine)
 	}
 	if s.Ctx < 16 || s.Ctx > 1<<20 {
 		return fmt.Errorf("ctx %d: want 16–1048576", s.Ctx)

@@ -73,6 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"cpu hog after n", "memory: null\ncpu: {hogs: [{at_token: 32}]}", "at_token 32"},
 		{"cpu hog until before at", "memory: null\ncpu: {hogs: [{at_token: 8, until_token: 8}]}", "until_token 8"},
 		{"cpu hog threads", "memory: null\ncpu: {hogs: [{at_token: 8, threads: -1}]}", "threads -1"},
+		{"repack on llamacpp", "engine: llamacpp\nrepack: true", "repack: true needs the native engine"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
