@@ -234,22 +234,29 @@ func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc
 
 // describeRepack is run's load report line for --repack: what repacking
 // cost, or that nothing in the model was eligible (not an error: the weights
-// then all stay mapped). With --repack-layers below all, the units not
-// repacked at load have their share of the buffer reserved, untouched.
+// then all stay mapped). On the native engine only what is in use is
+// written: with --repack-layers below all, the other units' share of the
+// buffer is reserved, not written; with several weight sets (--tiers,
+// --layer-sets) the sets no session uses wait until one does.
 func describeRepack(info host.ModelInfo) string {
 	if info.RepackTensors == 0 {
 		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only Q4_0, IQ4_NL and Q4_K matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType)
 	}
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	var s string
-	if info.RepackLayersMax > 0 && info.RepackLayers < info.RepackLayersMax {
-		s = fmt.Sprintf("repack: %d of %d units (layers from 0, then the output head) copied into repacked layouts at load, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure); the other units read the mapped file, their %.1f MiB of the buffer reserved, not written until a policy repacks them",
-			info.RepackLayers, info.RepackLayersMax, float64(info.RepackInUseBytes)/(1<<20), float64(info.RepackBytes-info.RepackInUseBytes)/(1<<20))
-	} else {
+	switch {
+	case info.RepackLayersMax > 0 && info.RepackLayers < info.RepackLayersMax:
+		s = fmt.Sprintf("repack: %d of %d units (layers from 0, then the output head) copied into repacked layouts at load, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure); the other units read the mapped file, their share of the %.1f MiB buffer reserved, not written until a policy repacks them",
+			info.RepackLayers, info.RepackLayersMax, mib(info.RepackInUseBytes), mib(info.RepackBytes))
+	case info.RepackLayersMax > 0 && info.RepackInUseBytes < info.RepackBytes*9/10:
+		s = fmt.Sprintf("repack: %d matrices eligible in all weight sets (%.1f MiB of buffers); %.1f MiB copied into repacked layouts for the set in use, anonymous memory (not page cache: not reclaimable under pressure); another set's copy is written when a session first uses it",
+			info.RepackTensors, mib(info.RepackBytes), mib(info.RepackInUseBytes))
+	default:
 		s = fmt.Sprintf("repack: %d matrices copied into repacked layouts, %.1f MiB of anonymous memory (not page cache: not reclaimable under pressure)",
-			info.RepackTensors, float64(info.RepackBytes)/(1<<20))
+			info.RepackTensors, mib(info.RepackBytes))
 	}
 	if info.RepackHugePageBytes > 0 {
-		s += fmt.Sprintf("; %.1f MiB of the buffer advised for transparent huge pages", float64(info.RepackHugePageBytes)/(1<<20))
+		s += fmt.Sprintf("; %.1f MiB of the buffers advised for transparent huge pages", mib(info.RepackHugePageBytes))
 	}
 	return s
 }

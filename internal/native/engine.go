@@ -181,15 +181,30 @@ func Load(path string, opts Options) (*Engine, error) {
 	}()
 	for i, h := range headers {
 		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice, Repack: opts.Repack, RepackLayers: opts.RepackLayers}
+		// The other sets start unused: with an advise step (ColdAdvice not
+		// off) their repacked copies are not written at load but wait cold
+		// until a session uses a layer of them (AdviseUnused repacks it).
+		coldSet := i != startSet(opts) && opts.Repack && opts.ColdAdvice != ColdOff
 		if i != startSet(opts) {
 			wo.WillNeedLayers = 0 // the other sets fault in when selected
+		}
+		if coldSet {
+			wo.RepackLayers = RepackNone
 		}
 		w, err := h.open(wo)
 		if err != nil {
 			return nil, err
 		}
+		u := newSetUse(w.Config.NLayer)
+		if coldSet && len(w.units) > 0 {
+			w.startCold(opts.RepackLayers)
+			for il := range u.layerCold {
+				u.layerCold[il] = true
+			}
+			u.headCold = true
+		}
 		e.sets = append(e.sets, w)
-		e.use = append(e.use, newSetUse(w.Config.NLayer))
+		e.use = append(e.use, u)
 	}
 	e.w = e.sets[0]
 	e.tier = tierState{on: opts.Tiers, cur: startSet(opts)}

@@ -202,6 +202,10 @@ type repackUnit struct {
 	bytes   int64 // their tensor bytes
 	head    bool
 	active  bool // the repacked copy is resident and in use
+	// cold: no session uses this set's layer (or head); the advise step
+	// (Engine.AdviseUnused) released the copy and the unit waits, on its
+	// mapped twins, until a session uses it again.
+	cold bool
 }
 
 func (u *repackUnit) add(t repackedTensor) {
@@ -252,6 +256,28 @@ func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repac
 		}
 		w.units = append(w.units, u)
 	}
+	w.target = repackTarget(k, len(w.units))
+}
+
+// repackTarget is the count of units Options.RepackLayers k asks for.
+func repackTarget(k, units int) int {
+	switch {
+	case k == 0:
+		return units
+	case k < 0:
+		return 0
+	}
+	return min(k, units)
+}
+
+// startCold makes a set loaded with nothing repacked (RepackNone) wait
+// cold: every unit on its mapped twins, its copy repacked when a session
+// uses it (setUnitCold) within the count k asks for (Options.RepackLayers).
+func (w *Weights) startCold(k int) {
+	w.target = repackTarget(k, len(w.units))
+	for i := range w.units {
+		w.units[i].cold = true
+	}
 }
 
 // RepackState is how much of a model's repacked weights is in use.
@@ -275,14 +301,18 @@ type RepackChange struct {
 	Time               time.Duration
 }
 
-// RepackState says how much of w's repacked weights is in use.
+// RepackState says how much of w's repacked weights is in use: Layers is
+// the count asked for (SetRepackLayers, or the load's), whether or not
+// the advise step has released cold units among them; MaxBytes leaves
+// cold units out (what the count at MaxLayers would hold now).
 func (w *Weights) RepackState() RepackState {
-	st := RepackState{MaxLayers: len(w.units)}
+	st := RepackState{Layers: w.target, MaxLayers: len(w.units)}
 	for i := range w.units {
 		u := &w.units[i]
-		st.MaxBytes += u.bytes
+		if !u.cold {
+			st.MaxBytes += u.bytes
+		}
 		if u.active {
-			st.Layers++
 			st.Bytes += u.bytes
 		}
 	}
@@ -291,59 +321,81 @@ func (w *Weights) RepackState() RepackState {
 
 // SetRepackLayers keeps the first k units repacked (clamped to [0,
 // MaxLayers]) and uses the mapped twins for the rest, releasing or
-// repacking again what changes. Graphs built on the old tensors must be
+// repacking again what changes; cold units (setUnitCold) stay released
+// until they are used again. Graphs built on the old tensors must be
 // rebuilt before they run again. Without repacked weights it does nothing.
 func (w *Weights) SetRepackLayers(k int) (RepackChange, error) {
 	t0 := time.Now()
-	c := RepackChange{From: w.RepackState().Layers}
-	k = max(0, min(k, len(w.units)))
+	c := RepackChange{From: w.target}
+	w.target = max(0, min(k, len(w.units)))
 	for i := range w.units {
-		u := &w.units[i]
-		want := i < k
-		if want == u.active {
-			continue
-		}
-		if want {
-			for _, t := range u.tensors {
-				if err := w.repack.Refill(t.x, unsafe.Pointer(&w.mapping[t.fileOff])); err != nil {
-					return c, fmt.Errorf("%s: %w", w.Path, err)
-				}
-				w.dropSource(t.fileOff, t.x.Nbytes())
-			}
-			c.Restored++
-			c.RestoredBytes += u.bytes
-		} else {
-			if _, err := w.repack.Release(u.lo, u.hi-u.lo); err != nil {
-				return c, fmt.Errorf("%s: %w", w.Path, err)
-			}
-			c.Released++
-			c.ReleasedBytes += u.bytes
-		}
-		u.active = want
-		switch {
-		case u.head && want:
-			w.Output = w.packedOut
-		case u.head:
-			w.Output = w.plainOut
-		case want:
-			w.Layers[i] = w.packedLayers[i]
-		default:
-			w.Layers[i] = w.plainLayers[i]
+		if err := w.applyUnit(i, &c); err != nil {
+			return c, err
 		}
 	}
-	c.To = w.RepackState().Layers
+	c.To = w.target
 	c.Time = time.Since(t0)
 	return c, nil
 }
 
+// setUnitCold marks unit i cold (no session uses it) or warm, and releases
+// or repacks it again accordingly (within the count asked for).
+func (w *Weights) setUnitCold(i int, cold bool, c *RepackChange) error {
+	if i < 0 || i >= len(w.units) || w.units[i].cold == cold {
+		return nil
+	}
+	w.units[i].cold = cold
+	return w.applyUnit(i, c)
+}
+
+// applyUnit brings unit i to what the count and its use want: repacked
+// (refilled from the mapping) when i < target and it is not cold, else on
+// its mapped twins with the copy's pages given back.
+func (w *Weights) applyUnit(i int, c *RepackChange) error {
+	u := &w.units[i]
+	want := i < w.target && !u.cold
+	if want == u.active {
+		return nil
+	}
+	if want {
+		for _, t := range u.tensors {
+			if err := w.repack.Refill(t.x, unsafe.Pointer(&w.mapping[t.fileOff])); err != nil {
+				return fmt.Errorf("%s: %w", w.Path, err)
+			}
+			w.dropSource(t.fileOff, t.x.Nbytes())
+		}
+		c.Restored++
+		c.RestoredBytes += u.bytes
+	} else {
+		if _, err := w.repack.Release(u.lo, u.hi-u.lo); err != nil {
+			return fmt.Errorf("%s: %w", w.Path, err)
+		}
+		c.Released++
+		c.ReleasedBytes += u.bytes
+	}
+	u.active = want
+	switch {
+	case u.head && want:
+		w.Output = w.packedOut
+	case u.head:
+		w.Output = w.plainOut
+	case want:
+		w.Layers[i] = w.packedLayers[i]
+	default:
+		w.Layers[i] = w.plainLayers[i]
+	}
+	return nil
+}
+
 // RepackState sums every weight set's repacked weights: Layers and
-// MaxLayers are set 0's (every set is kept at the same count), the bytes
-// are all sets'.
+// MaxLayers are those of the set with the most units (every set is kept
+// at the same count; a set with nothing eligible has none), the bytes are
+// all sets' (MaxBytes without the units the advise step found cold).
 func (e *Engine) RepackState() RepackState {
 	var st RepackState
-	for i, w := range e.sets {
+	for _, w := range e.sets {
 		ws := w.RepackState()
-		if i == 0 {
+		if ws.MaxLayers > st.MaxLayers {
 			st.Layers, st.MaxLayers = ws.Layers, ws.MaxLayers
 		}
 		st.Bytes += ws.Bytes
@@ -360,26 +412,29 @@ func (e *Engine) SetRepackLayers(k int) (RepackChange, error) {
 	if e.closed {
 		return RepackChange{}, ErrClosed
 	}
-	var c RepackChange
+	c := RepackChange{From: e.RepackState().Layers}
 	t0 := time.Now()
-	for i, w := range e.sets {
+	for _, w := range e.sets {
 		wc, err := w.SetRepackLayers(k)
+		c.add(wc)
 		if wc.Released+wc.Restored > 0 {
 			e.repackGen++
 		}
-		if i == 0 {
-			c.From, c.To = wc.From, wc.To
-		}
-		c.Released += wc.Released
-		c.Restored += wc.Restored
-		c.ReleasedBytes += wc.ReleasedBytes
-		c.RestoredBytes += wc.RestoredBytes
 		if err != nil {
+			c.To = e.RepackState().Layers
 			return c, fmt.Errorf("native: repack layers: %w", err)
 		}
 	}
-	c.Time = time.Since(t0)
+	c.To, c.Time = e.RepackState().Layers, time.Since(t0)
 	return c, nil
+}
+
+// add counts what another change released and repacked again.
+func (c *RepackChange) add(o RepackChange) {
+	c.Released += o.Released
+	c.Restored += o.Restored
+	c.ReleasedBytes += o.ReleasedBytes
+	c.RestoredBytes += o.RestoredBytes
 }
 
 // RepackState is the engine's (Engine.RepackState).

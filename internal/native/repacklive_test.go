@@ -242,3 +242,108 @@ func TestRepackLayersLive(t *testing.T) {
 		})
 	}
 }
+
+// TestRepackColdSets: with two repacked weight sets (Q4_0 and Q4_K of one
+// SYNTHETIC model), the set a session does not start on is not repacked at
+// load; the advise step repacks a (set, layer) once a session uses it and
+// releases the copy of one no session uses any more; decoding then
+// matches, bitwise, an engine that repacked everything and never released
+// anything (ColdAdvice off).
+func TestRepackColdSets(t *testing.T) {
+	requireRepack(t)
+	q4, q4k := synthModel(t, repackTied, gguf.Q4_0), synthModel(t, repackTied, gguf.Q4_K)
+	load := func(cold ColdAdvice) *Engine {
+		e, err := Load(q4, Options{Threads: 1, NoVocab: true, Repack: true, ExtraSets: []string{q4k}, ColdAdvice: cold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		return e
+	}
+	eng, ref := load(ColdDontNeed), load(ColdOff)
+	w0, w1 := eng.sets[0], eng.sets[1]
+	if len(w0.units) == 0 || len(w1.units) == 0 || w1.Repack.Tensors == 0 {
+		t.Fatalf("units: set 0 %d, set 1 %d (%+v)", len(w0.units), len(w1.units), w1.Repack)
+	}
+	sc := engine.SessionConfig{NCtx: 16, NBatch: 1, Threads: 1, KVType: engine.KVF16, Attention: engine.AttentionFlash}
+	s, err := eng.newSession(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if st := eng.RepackState(); st.Bytes != w0.Repack.Bytes || st.MaxBytes != w0.Repack.Bytes || st.Layers != len(w0.units) {
+		t.Errorf("after load: state %+v, want set 0's %d bytes in use and at most", st, w0.Repack.Bytes)
+	}
+	for i, u := range w1.units {
+		if u.active || !u.cold {
+			t.Fatalf("set 1 unit %d after load: active %v, cold %v", i, u.active, u.cold)
+		}
+	}
+	if st := ref.RepackState(); st.Bytes != w0.Repack.Bytes+ref.sets[1].Repack.Bytes {
+		t.Errorf("without the advise step both sets are repacked at load: %+v", st)
+	}
+	r, err := eng.AdviseUnused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Repack.Released+r.Repack.Restored != 0 {
+		t.Fatalf("advise with nothing moved: %+v", r.Repack)
+	}
+	// Layer 0 moves to set 1: its cold unit serves from the mapping until
+	// the advise step repacks it again (and releases set 0's layer 0).
+	if err := s.SetLayerSet(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Decode([]int32{1}, engine.LogitsLast); err != nil {
+		t.Fatal(err)
+	}
+	if w1.Layers[0].Wq.Repacked() {
+		t.Fatal("a cold unit in use before the advise step reads repacked (released) pages")
+	}
+	if r, err = eng.AdviseUnused(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Repack.Restored != 1 || r.Repack.Released != 1 || !w1.Layers[0].Wq.Repacked() || w0.Layers[0].Wq.Repacked() {
+		t.Fatalf("advise after the move: %+v; set 1 layer 0 repacked %v, set 0 layer 0 %v", r.Repack,
+			w1.Layers[0].Wq.Repacked(), w0.Layers[0].Wq.Repacked())
+	}
+	// A fresh session with layer 0 on set 1 decodes as on the engine that
+	// kept every copy.
+	nv := eng.Config().NVocab
+	decode := func(e *Engine) [][]float32 {
+		s, err := e.newSession(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.SetLayerSet(0, 1); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]float32
+		for _, tok := range []int32{1, 7, 42, 99, 3} {
+			if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+				t.Fatal(err)
+			}
+			l := make([]float32, nv)
+			if err := s.Logits(0, l); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	got, want := decode(eng), decode(ref)
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("step %d: logits differ from the engine that kept every repacked copy", i)
+		}
+	}
+	// Lowering the count releases warm units too; a cold one is not
+	// repacked by raising it.
+	if _, err := eng.SetRepackLayers(0); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := eng.SetRepackLayers(len(w1.units)); c.Restored != len(w0.units) {
+		t.Errorf("raising the count again repacked %d units, want %d (set 0 but its cold layer 0, set 1's layer 0)", c.Restored, len(w0.units))
+	}
+}

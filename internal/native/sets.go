@@ -147,6 +147,10 @@ type AdviseReport struct {
 	ColdLayers int   // (set, layer) ranges advised cold
 	ColdBytes  int64 // bytes in them
 	WarmLayers int   // previously cold ranges in use again (MADV_WILLNEED)
+	// Repack is what the step did to repacked copies (LoadOptions.Repack):
+	// a cold unit's copy is released, a unit in use again is repacked
+	// again when the count asked for covers it.
+	Repack RepackChange
 }
 
 // AdviseUnused is the advise step: the layers (and heads) of every set that
@@ -177,10 +181,16 @@ func (e *Engine) AdviseUnused() (AdviseReport, error) {
 				u.layerCold[il] = true
 				r.ColdLayers++
 				r.ColdBytes += hi - lo
+				if err := e.coldUnit(w, il, true, &r.Repack); err != nil {
+					return r, err
+				}
 			case u.layer[il] > 0 && u.layerCold[il]:
 				w.advise(lo, hi, unix.MADV_WILLNEED)
 				u.layerCold[il] = false
 				r.WarmLayers++
+				if err := e.coldUnit(w, il, false, &r.Repack); err != nil {
+					return r, err
+				}
 			}
 		}
 		switch {
@@ -192,14 +202,37 @@ func (e *Engine) AdviseUnused() (AdviseReport, error) {
 				r.ColdBytes += rg[1] - rg[0]
 			}
 			u.headCold = true
+			if err := e.coldUnit(w, len(w.Layers), true, &r.Repack); err != nil {
+				return r, err
+			}
 		case u.head > 0 && u.headCold:
 			for _, rg := range w.headRanges() {
 				w.advise(rg[0], rg[1], unix.MADV_WILLNEED)
 			}
 			u.headCold = false
+			if err := e.coldUnit(w, len(w.Layers), false, &r.Repack); err != nil {
+				return r, err
+			}
 		}
 	}
 	return r, nil
+}
+
+// coldUnit marks a repacked unit of set w cold or warm (Weights.setUnitCold;
+// unit nLayer is the head, which only some sets have) and bumps the repack
+// generation when that changed a tensor.
+func (e *Engine) coldUnit(w *Weights, unit int, cold bool, c *RepackChange) error {
+	if unit >= len(w.units) {
+		return nil
+	}
+	before := c.Released + c.Restored
+	if err := w.setUnitCold(unit, cold, c); err != nil {
+		return fmt.Errorf("native: %w", err)
+	}
+	if c.Released+c.Restored != before {
+		e.repackGen++
+	}
+	return nil
 }
 
 // headRanges are the file ranges of the embedding, output norm and head.

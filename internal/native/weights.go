@@ -82,6 +82,7 @@ type Weights struct {
 	plainLayers, packedLayers []LayerWeights
 	plainOut, packedOut       kernels.Tensor
 	units                     []repackUnit // layers 0..n-1, then the head if it has a copy
+	target                    int          // units asked to be repacked (SetRepackLayers)
 }
 
 // WeightsOptions controls how a file is mapped.
