@@ -18,8 +18,11 @@ import (
 // Repacked matrices are copied out of the file mapping into ggml's CPU_REPACK
 // buffer (interleaved blocks for its faster Q4_0/IQ4_NL/Q4_K kernels): that
 // copy is anonymous memory, not page cache, so the kernel cannot drop it
-// under pressure (only swap it), and madvise on the set's layers
-// (AdviseLayer, cold sets, layer windows) no longer releases those weights.
+// under pressure (only swap it), and madvise on the mapping (AdviseLayer)
+// does not release it. What does: SetRepackLayers, and the advise step for
+// the units of a set no session uses (Engine.AdviseUnused). The stats
+// describe the buffer (every eligible matrix), not what is resident now
+// (RepackState).
 type RepackStats struct {
 	// Tensors is how many matrices were repacked; Bytes their size, which is
 	// the anonymous memory they occupy (BufferBytes adds the alignment
