@@ -169,6 +169,32 @@ func runSpecSweep(c *cmdEnv, eng host.Engine, prompt []int32, o benchOptions, so
 	return printSpecSweep(c.Stdout, runs[0][0].spec, so, o, runs, v, unit)
 }
 
+// inRunCosts are one K's costs as its own runs measured them (pooled over
+// the repeats, thread CPU time, ÷ one plain step): c per draft step, v per
+// verify batch of K+1 (plain steps, rare at fixed K, counted as batches),
+// and the share of the generation's CPU time spent outside draft steps and
+// verify batches (sampling, acceptance, bookkeeping: the implementation's
+// own cost).
+type inRunCosts struct{ c, v, outside float64 }
+
+func inRun(rs []sweepRun, k int, unit time.Duration) (inRunCosts, bool) {
+	var draft, verify, cpu time.Duration
+	var steps, batches int
+	for _, r := range rs {
+		draft += r.st.DraftTime
+		verify += r.st.VerifyTime
+		cpu += r.cpu
+		steps += r.st.DraftSteps
+		batches += r.st.Rounds + r.st.PlainSteps
+	}
+	if k == 0 || steps == 0 || batches == 0 || cpu <= 0 || unit <= 0 {
+		return inRunCosts{}, false
+	}
+	u := unit.Seconds()
+	return inRunCosts{c: draft.Seconds() / float64(steps) / u, v: verify.Seconds() / float64(batches) / u,
+		outside: 1 - (draft+verify).Seconds()/cpu.Seconds()}, true
+}
+
 func sweepK(i int) string {
 	if i == host.MaxDraftK+1 {
 		return "auto"
@@ -209,7 +235,7 @@ func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOption
 	}
 	base := rate(runs[0])
 	ref := runs[0][0].toks
-	fmt.Fprintln(w, "K\ttok/CPU-s\tspeedup\tα\tanalytic\tmeasured/analytic\tidentical")
+	fmt.Fprintln(w, "K\ttok/CPU-s\tspeedup\tα\tanalytic\tmeasured/analytic\tidentical\tin-run c\tin-run v(K+1)\toutside draft+verify\tmeasured/analytic(in-run)")
 	best, bestK := 0.0, 0
 	for i, rs := range runs {
 		r, a := rate(rs), rs[len(rs)-1].alpha()
@@ -228,7 +254,13 @@ func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOption
 			best, bestK = r, i
 		}
 		an := analyticRate(a, i, c, v)
-		fmt.Fprintf(w, "%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\n", i, r, r/base, a, an, r/base/an, same)
+		fmt.Fprintf(w, "%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%s", i, r, r/base, a, an, r/base/an, same)
+		if ir, ok := inRun(rs, i, unit); ok {
+			vr := v
+			vr[i] = ir.v
+			fmt.Fprintf(w, "\t%.3f\t%.3f\t%.1f%%\t%.3f", ir.c, ir.v, 100*ir.outside, r/base/analyticRate(a, i, ir.c, vr))
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

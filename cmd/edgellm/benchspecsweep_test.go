@@ -8,8 +8,9 @@ import (
 )
 
 // TestBenchSpecSweep: `bench --spec skip:3 --spec-sweep` on stories260K
-// prints K = 0..8 and auto with the analytic column, greedy output
-// identical at every K; on the SYNTHETIC mix the last lines name it; more
+// prints K = 0..8 and auto with the analytic column (and, for K ≥ 1, the
+// same from the costs its own runs measured), greedy output identical at
+// every K; on the SYNTHETIC mix the last lines name it; more
 // than one thread is refused (the sweep measures one thread's CPU time).
 func TestBenchSpecSweep(t *testing.T) {
 	model := sharedtest.Path(t, "models/derived/stories260K-ff192-f32.gguf")
@@ -33,6 +34,13 @@ func TestBenchSpecSweep(t *testing.T) {
 		rows++
 		if f[6] != "yes" {
 			t.Fatalf("greedy output not identical: %q", l)
+		}
+		// K ≥ 1: the costs its own runs measured, and the share of CPU
+		// outside draft steps and verify batches (a percentage in [0, 100]).
+		if f[0] != "0" && f[0] != "auto" {
+			if len(f) != 11 || !strings.HasSuffix(f[9], "%") {
+				t.Fatalf("K %s: no in-run columns: %q", f[0], l)
+			}
 		}
 	}
 	if rows != 10 {
