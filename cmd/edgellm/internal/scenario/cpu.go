@@ -101,18 +101,32 @@ func writeCPUPhases(w io.Writer, r *Report) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\ttokens\thog threads\ttok/s\tthreads min/max/last\tCPU ms/token\tcores busy\thog CPU ms\tother runnable (median)")
-	for _, p := range r.Policies {
-		for _, ph := range p.CPUPhases {
+	fmt.Fprintln(tw, "policy\ttokens\thog threads\ttok/s\t÷ best other\tthreads min/max/last\tCPU ms/token\tcores busy\thog CPU ms\tother runnable (median)")
+	for pi, p := range r.Policies {
+		for i, ph := range p.CPUPhases {
 			cpu, busy := "-", "-"
 			if ph.CPUPerTokenMs > 0 {
 				cpu, busy = fmt.Sprintf("%.2f", ph.CPUPerTokenMs), fmt.Sprintf("%.2f", ph.CoresBusy)
 			}
-			fmt.Fprintf(tw, "%s\t%d–%d\t%d\t%.1f\t%d/%d/%d\t%s\t%s\t%.0f\t%.0f\n", p.Name, ph.From, ph.To, ph.HogThreads, ph.TPS,
+			// This contender's tok/s over the best other's in the same phase.
+			best := 0.0
+			for qi, q := range r.Policies {
+				if qi != pi && i < len(q.CPUPhases) {
+					best = max(best, q.CPUPhases[i].TPS)
+				}
+			}
+			ratio := "-"
+			if best > 0 {
+				ratio = fmt.Sprintf("%.3f", ph.TPS/best)
+			}
+			fmt.Fprintf(tw, "%s\t%d–%d\t%d\t%.1f\t%s\t%d/%d/%d\t%s\t%s\t%.0f\t%.0f\n", p.Name, ph.From, ph.To, ph.HogThreads, ph.TPS, ratio,
 				ph.ThreadsMin, ph.ThreadsMax, ph.ThreadsLast, cpu, busy, ph.HogCPUMs, ph.OthersMedian)
 		}
 	}
 	tw.Flush()
+	if n := len(r.Policies); n > 0 && len(r.Policies[0].CPUPhaseRuns) > 1 {
+		fmt.Fprintf(w, "each phase: the repeat with the median tok/s of %d (cpu_phase_runs in the JSON has them all)\n", len(r.Policies[0].CPUPhaseRuns))
+	}
 }
 
 // threads is the contender's starting decode thread count: its own when

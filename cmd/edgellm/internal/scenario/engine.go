@@ -83,6 +83,9 @@ func (e *engineRun) event(what string) {
 func (e *engineRun) start(p Policy, wasm string) error {
 	r, s, res := e.r, e.r.s, e.res
 	dir := filepath.Join(r.o.OutDir, p.Name)
+	if r.s.Repeats > 1 {
+		dir = filepath.Join(dir, fmt.Sprintf("repeat-%d", r.repeat+1))
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

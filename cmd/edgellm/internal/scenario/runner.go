@@ -3,15 +3,17 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/edgellm/edgellm/cmd/edgellm/internal/runargs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runargs"
 )
 
 // Options configure Run.
@@ -106,18 +108,63 @@ func Run(ctx context.Context, s *Spec, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Sensors = r.sensorsDesc
-	for i, p := range s.Policies {
-		wasm := wasms[i]
-		o.Logf("scenario %s: policy %s (%s)", s.Name, p.Name, wasm)
-		res, err := r.runPolicy(ctx, p, wasm)
-		if err != nil {
-			return nil, fmt.Errorf("scenario %s, policy %s: %w", s.Name, p.Name, err)
+	repeats := max(1, s.Repeats)
+	runs := make([][]PolicyResult, len(s.Policies))
+	for k := range repeats {
+		for j := range s.Policies {
+			i := j
+			if k%2 == 1 { // alternate the order: no contender always runs first
+				i = len(s.Policies) - 1 - j
+			}
+			p, wasm := s.Policies[i], wasms[i]
+			r.repeat = k
+			o.Logf("scenario %s: policy %s (%s)%s", s.Name, p.Name, wasm, repeatNote(k, repeats))
+			res, err := r.runPolicy(ctx, p, wasm)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s, policy %s: %w", s.Name, p.Name, err)
+			}
+			o.Logf("scenario %s: policy %s: %s, %d tokens, mean %.1f tok/s, %d tier swaps, %d policy failures, OOM kills %d, peak RSS %.1f MiB%s",
+				s.Name, p.Name, res.Outcome, res.Tokens, res.MeanTPS, res.TierSwaps, res.PolicyFailures, res.OOMKills, res.PeakRSSMB, simNote(mode))
+			runs[i] = append(runs[i], res)
 		}
-		o.Logf("scenario %s: policy %s: %s, %d tokens, mean %.1f tok/s, %d tier swaps, %d policy failures, OOM kills %d, peak RSS %.1f MiB%s",
-			s.Name, p.Name, res.Outcome, res.Tokens, res.MeanTPS, res.TierSwaps, res.PolicyFailures, res.OOMKills, res.PeakRSSMB, simNote(mode))
-		rep.Policies = append(rep.Policies, res)
+	}
+	for _, rs := range runs {
+		rep.Policies = append(rep.Policies, medianPhases(rs))
 	}
 	return rep, nil
+}
+
+func repeatNote(k, n int) string {
+	if n == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", repeat %d of %d", k+1, n)
+}
+
+// medianPhases is a contender's result over its repeats: the first
+// repeat's, with each CPU phase taken from the repeat whose tok/s there is
+// the median (the lower middle one for an even count), and every repeat's
+// phases kept in CPUPhaseRuns.
+func medianPhases(rs []PolicyResult) PolicyResult {
+	res := rs[0]
+	if len(rs) == 1 {
+		return res
+	}
+	for _, r := range rs {
+		res.CPUPhaseRuns = append(res.CPUPhaseRuns, r.CPUPhases)
+	}
+	res.CPUPhases = nil
+	for i := range rs[0].CPUPhases {
+		var cands []CPUPhase
+		for _, r := range rs {
+			if i < len(r.CPUPhases) {
+				cands = append(cands, r.CPUPhases[i])
+			}
+		}
+		slices.SortFunc(cands, func(a, b CPUPhase) int { return cmp.Compare(a.TPS, b.TPS) })
+		res.CPUPhases = append(res.CPUPhases, cands[(len(cands)-1)/2])
+	}
+	return res
 }
 
 func simNote(m pressureMode) string {
@@ -177,6 +224,7 @@ type runner struct {
 	manifests   map[string]string
 	layers      *layerBytes
 	sensorsDesc string
+	repeat      int // the repeat running now (Spec.Repeats), for its output directory
 }
 
 // sensorArgs writes the trace the engine's policy reads, if any. Traces are

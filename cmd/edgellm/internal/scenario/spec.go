@@ -38,6 +38,12 @@ type Spec struct {
 	Thermal  *Thermal `yaml:"thermal"`
 	Serve    *Serve   `yaml:"serve"` // run the policies under `edgellm serve` (spec_serve.go)
 	CPU      *CPU     `yaml:"cpu"`
+	// Repeats runs every contender this many times (cpu scenarios only;
+	// default 1), in alternating order, and reports each CPU phase from
+	// the repeat with the median tok/s there: the same configuration run
+	// twice differs by 10–40% on a shared machine, more than the 10% a
+	// contender comparison wants to resolve.
+	Repeats int `yaml:"repeats"`
 
 	// Dir is the directory relative paths are resolved against.
 	Dir string `yaml:"-"`
@@ -174,6 +180,14 @@ func (s *Spec) validate() error {
 	case "auto", "native", "llamacpp":
 	default:
 		return fmt.Errorf("engine %q: want auto, native or llamacpp", s.Engine)
+	}
+	switch {
+	case s.Repeats == 0:
+		s.Repeats = 1
+	case s.Repeats < 1 || s.Repeats > 9:
+		return fmt.Errorf("repeats %d: want 1–9", s.Repeats)
+	case s.Repeats > 1 && s.CPU == nil:
+		return fmt.Errorf("repeats %d: only cpu scenarios repeat their contenders (a memory or thermal run's outcome is one run's)", s.Repeats)
 	}
 	if s.Repack && s.Engine == "llamacpp" {
 		return fmt.Errorf("repack: true needs the native engine (engine: %s repacks all or nothing and runs with --no-mmap here)", s.Engine)

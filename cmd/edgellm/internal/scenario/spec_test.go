@@ -74,6 +74,8 @@ func TestParseErrors(t *testing.T) {
 		{"cpu hog until before at", "memory: null\ncpu: {hogs: [{at_token: 8, until_token: 8}]}", "until_token 8"},
 		{"cpu hog threads", "memory: null\ncpu: {hogs: [{at_token: 8, threads: -1}]}", "threads -1"},
 		{"repack on llamacpp", "engine: llamacpp\nrepack: true", "repack: true needs the native engine"},
+		{"repeats without cpu", "repeats: 3", "only cpu scenarios repeat"},
+		{"repeats too many", "memory: null\ncpu: {hogs: [{at_token: 4}]}\nrepeats: 10", "repeats 10: want 1–9"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
