@@ -77,11 +77,11 @@ type PolicyResult struct {
 	PeakCgroupMB float64 `json:"peak_cgroup_mb,omitempty"`
 
 	// CPUPhases are the stretches between CPU hog events (cpu scenarios).
-	CPUPhases []CPUPhase   `json:"cpu_phases,omitempty"`
+	CPUPhases []CPUPhase `json:"cpu_phases,omitempty"`
 	// CPUPhaseRuns are every repeat's phases (Spec.Repeats > 1); CPUPhases
 	// then holds, per phase, the one with the median tok/s.
 	CPUPhaseRuns [][]CPUPhase `json:"cpu_phase_runs,omitempty"`
-	Hogs      []HogOutcome `json:"hogs,omitempty"`
+	Hogs         []HogOutcome `json:"hogs,omitempty"`
 	// Serve is the client's view when the scenario runs `edgellm serve`.
 	Serve    *ServeOutcome `json:"serve,omitempty"`
 	Events   []Event       `json:"events"`
