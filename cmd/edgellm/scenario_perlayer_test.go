@@ -26,15 +26,7 @@ import (
 // tier's, and its KL against the top tier is at most the tier-only run's.
 func TestScenarioThermalPerLayer(t *testing.T) {
 	const file = "../../testdata/scenarios/thermal-perlayer.yaml"
-	if ok, why := cgroupsWritable(t); !ok {
-		rep, _, stderr := runScenarioCLI(t, file)
-		assertSimulated(t, rep, stderr)
-		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
-	}
-	rep, dir, _ := runScenarioCLI(t, file)
-	if rep.Simulated {
-		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
-	}
+	rep, dir := runRealScenario(t, file)
 	st := policyResult(t, rep, "static-highest")
 	def := policyResult(t, rep, "default")
 	pl := policyResult(t, rep, "default-perlayer")

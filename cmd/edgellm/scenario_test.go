@@ -108,20 +108,28 @@ func hasEvent(p *scenario.PolicyResult, substr string) bool {
 	return false
 }
 
+// runRealScenario runs a scenario file under real pressure and returns its
+// report and output directory. Where cgroups cannot be written it runs the
+// SIMULATED fallback instead, checks that it says so, and skips the test.
+func runRealScenario(t *testing.T, file string) (*scenario.Report, string) {
+	t.Helper()
+	if ok, why := cgroupsWritable(t); !ok {
+		rep, _, stderr := runScenarioCLI(t, file)
+		assertSimulated(t, rep, stderr)
+		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
+	}
+	rep, dir, _ := runScenarioCLI(t, file)
+	if rep.Simulated {
+		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
+	}
+	return rep, dir
+}
+
 // TestScenarioMemory: under a cgroup memory limit with two hogs, the
 // static-highest policy is OOM-killed and the default policy, reading the
 // cgroup's usage/limit through live sensors, finishes without an OOM kill.
 func TestScenarioMemory(t *testing.T) {
-	ok, why := cgroupsWritable(t)
-	if !ok {
-		rep, _, stderr := runScenarioCLI(t, "../../testdata/scenarios/memory-hog.yaml")
-		assertSimulated(t, rep, stderr)
-		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
-	}
-	rep, _, _ := runScenarioCLI(t, "../../testdata/scenarios/memory-hog.yaml")
-	if rep.Simulated {
-		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
-	}
+	rep, _ := runRealScenario(t, "../../testdata/scenarios/memory-hog.yaml")
 	st := policyResult(t, rep, "static-highest")
 	if !st.OOMKilled || st.Completed || st.OOMKills == 0 {
 		t.Errorf("static-highest: %s (OOM kills %d), want OOM-killed", st.Outcome, st.OOMKills)
@@ -162,17 +170,7 @@ func TestScenarioMemoryRepack(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 {
 		t.Skip("no AVX2: ggml has no repacked Q4_0 kernel on this CPU")
 	}
-	file := "../../testdata/scenarios/memory-repack.yaml"
-	ok, why := cgroupsWritable(t)
-	if !ok {
-		rep, _, stderr := runScenarioCLI(t, file)
-		assertSimulated(t, rep, stderr)
-		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
-	}
-	rep, _, _ := runScenarioCLI(t, file)
-	if rep.Simulated {
-		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
-	}
+	rep, _ := runRealScenario(t, "../../testdata/scenarios/memory-repack.yaml")
 	st := policyResult(t, rep, "static-repacked")
 	if !st.OOMKilled || st.Completed || st.Tokens >= rep.N {
 		t.Errorf("static-repacked: %s after %d tokens, want OOM-killed", st.Outcome, st.Tokens)
@@ -302,15 +300,7 @@ func TestScenarioThermal(t *testing.T) {
 // kills static-highest, default finishes, and the quota bites both.
 func TestScenarioMemoryAndThermal(t *testing.T) {
 	const file = "../../testdata/scenarios/hot-and-low.yaml"
-	if ok, why := cgroupsWritable(t); !ok {
-		rep, _, stderr := runScenarioCLI(t, file)
-		assertSimulated(t, rep, stderr)
-		t.Skipf("cgroups not writable here (%s): ran the SIMULATED fallback only", why)
-	}
-	rep, _, _ := runScenarioCLI(t, file)
-	if rep.Simulated {
-		t.Fatalf("cgroups are writable but the pressure was %s", rep.Pressure)
-	}
+	rep, _ := runRealScenario(t, file)
 	if !strings.Contains(rep.Sensors, "overlaid with the thermal status") {
 		t.Errorf("sensors: %s", rep.Sensors)
 	}

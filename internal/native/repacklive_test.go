@@ -44,18 +44,7 @@ func TestRepackLayersLive(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer s.Close()
-				var out [][]float32
-				for _, tok := range toks {
-					if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
-						t.Fatal(err)
-					}
-					l := make([]float32, nv)
-					if err := s.Logits(0, l); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, l)
-				}
-				return out
+				return stepLogits(t, s, toks)
 			}
 			// The plain engine's greedy tokens are the input everywhere.
 			toks := []int32{1}
@@ -309,7 +298,6 @@ func TestRepackColdSets(t *testing.T) {
 	}
 	// A fresh session with layer 0 on set 1 decodes as on the engine that
 	// kept every copy.
-	nv := eng.Config().NVocab
 	decode := func(e *Engine) [][]float32 {
 		s, err := e.newSession(sc)
 		if err != nil {
@@ -319,18 +307,7 @@ func TestRepackColdSets(t *testing.T) {
 		if err := s.SetLayerSet(0, 1); err != nil {
 			t.Fatal(err)
 		}
-		var out [][]float32
-		for _, tok := range []int32{1, 7, 42, 99, 3} {
-			if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
-				t.Fatal(err)
-			}
-			l := make([]float32, nv)
-			if err := s.Logits(0, l); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, l)
-		}
-		return out
+		return stepLogits(t, s, []int32{1, 7, 42, 99, 3})
 	}
 	got, want := decode(eng), decode(ref)
 	for i := range want {
@@ -346,4 +323,22 @@ func TestRepackColdSets(t *testing.T) {
 	if c, _ := eng.SetRepackLayers(len(w1.units)); c.Restored != len(w0.units) {
 		t.Errorf("raising the count again repacked %d units, want %d (set 0 but its cold layer 0, set 1's layer 0)", c.Restored, len(w0.units))
 	}
+}
+
+// stepLogits decodes toks one at a time on s and returns the logits of
+// every step.
+func stepLogits(t *testing.T, s *Session, toks []int32) [][]float32 {
+	t.Helper()
+	var out [][]float32
+	for _, tok := range toks {
+		if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+			t.Fatal(err)
+		}
+		l := make([]float32, s.cfg.NVocab)
+		if err := s.Logits(0, l); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+	}
+	return out
 }
