@@ -40,15 +40,18 @@ type cpuPhaseWant struct {
 //   - default decoded at 1 thread by the end of both hog phases: a hog
 //     that takes a decode thread's core makes the next 2-thread step
 //     several quiet steps long, the host asks the policy at once
-//     (host.JumpRatio) and the run queue shows the hog;
-//   - in both hog phases default's CPU time per token is at most
-//     static-t2's (+ the /proc/PID/stat resolution: 2 ticks per reading,
-//     both ends of both phases): the same arithmetic without a partner
-//     spinning at ggml's barriers while the other waits for a core.
+//     (host.JumpRatio) and the run queue shows the hog.
 //
 // What holds only where the rest of the machine leaves the CPUs to this run
 // (the runner's median count of other runnable tasks is 0 in the phase, in
-// all three runs), asserted then and logged otherwise:
+// all three runs, or in default's and static-t2's for the CPU check),
+// asserted then and logged otherwise:
+//   - in both hog phases default's CPU time per token is at most
+//     static-t2's (+ the /proc/PID/stat resolution: 2 ticks per reading,
+//     both ends of both phases): the same arithmetic without a partner
+//     spinning at ggml's barriers while the other waits for a core
+//     (under other load the 2-thread step that shows default the hog can
+//     cost more than a luckier static-t2 run's whole phase);
 //   - under one hog thread per CPU, default's tok/s ≥ 0.9 × the better
 //     static's: default is at 1 thread from the phase's first token (it
 //     lowered in the one-hog phase and holds), like static-t1;
@@ -124,9 +127,14 @@ func TestScenarioCPU(t *testing.T) {
 			}
 			// Each phase's CPU is the difference of two readings of whole
 			// ticks, utime and stime each truncated: off by < 2 ticks.
+			// Only where neither run saw other load: default pays the
+			// collapsed 2-thread step(s) that show it the hog, and under
+			// other load one such step can cost more CPU than the whole
+			// phase of a luckier static-t2 run (seen in a full-suite run:
+			// 9.4 against 5.0 ms per token with 3-4 other runnable tasks).
 			margin := 2 * 2 * 1000 / userHZ() / float64(d.To-d.From)
-			if d.CPUPerTokenMs > b.CPUPerTokenMs+margin {
-				t.Errorf("phase %d–%d: default used %.3f ms CPU per token, static-t2 %.3f (+%.3f resolution)", d.From, d.To, d.CPUPerTokenMs, b.CPUPerTokenMs, margin)
+			if d.OthersMedian == 0 && b.OthersMedian == 0 && d.CPUPerTokenMs > b.CPUPerTokenMs+margin {
+				t.Errorf("phase %d–%d on a machine otherwise free: default used %.3f ms CPU per token, static-t2 %.3f (+%.3f resolution)", d.From, d.To, d.CPUPerTokenMs, b.CPUPerTokenMs, margin)
 			}
 		}
 		if !quiet {
