@@ -83,6 +83,9 @@ type Adapter struct {
 
 	ctx  int         // the session's context length
 	spec speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
+	// repack is a raise of the repacked layers being carried out a few
+	// units per step (adapt_repack.go).
+	repack repackPacer
 
 	st PolicyStats
 }
@@ -222,10 +225,13 @@ func (a *Adapter) BeforeStep(step int) error {
 		}
 	}
 	if step < a.next && !a.overdue(now) {
+		a.carryRepack(step)
 		return nil
 	}
 	a.lastCall = now
-	return a.decide(step, now)
+	err := a.decide(step, now)
+	a.carryRepack(step)
+	return err
 }
 
 // decide fills the sensors, asks the policy and applies its decision: the

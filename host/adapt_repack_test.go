@@ -2,10 +2,12 @@ package host
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/cpu"
 
@@ -74,7 +76,7 @@ func TestAdapterRepack(t *testing.T) {
 		{2, 2, "MiB released"},
 		{-1, 2, ""}, // leave as is
 		{0, 0, "MiB released"},
-		{int32(full.MaxLayers), int32(full.MaxLayers), "MiB repacked"},
+		{int32(full.MaxLayers), int32(full.MaxLayers), "MiB over 1 steps"},
 	} {
 		log.Reset()
 		d := a.cur
@@ -95,6 +97,46 @@ func TestAdapterRepack(t *testing.T) {
 	}
 	if a.Stats().RepackChanges != 3 {
 		t.Errorf("%d repack changes counted, want 3", a.Stats().RepackChanges)
+	}
+
+	// A raise is paced: with no time budget, one unit a step, the rest at
+	// the following steps (BeforeStep), logged once complete.
+	defer func(b time.Duration) { RepackStepBudget = b }(RepackStepBudget)
+	RepackStepBudget = 0
+	d := a.cur
+	d.RepackLayers = 0
+	if err := a.apply(10, d); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	d = a.cur
+	d.RepackLayers = int32(full.MaxLayers)
+	if err := a.apply(11, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := rs.RepackState().Layers; got != 1 || !strings.Contains(log.String(), fmt.Sprintf("repacking 0→%d layers", full.MaxLayers)) {
+		t.Fatalf("first step of a paced raise: %d units, log %q", got, log.String())
+	}
+	a.next = 1 << 30 // no policy here: BeforeStep only carries the raise on
+	for step := 12; rs.RepackState().Layers < full.MaxLayers; step++ {
+		if step > 11+full.MaxLayers {
+			t.Fatalf("raise not complete after %d steps: %+v", step-11, rs.RepackState())
+		}
+		before := rs.RepackState().Layers
+		if err := a.BeforeStep(step); err != nil {
+			t.Fatal(err)
+		}
+		if got := rs.RepackState().Layers; got != before+1 {
+			t.Fatalf("step %d: %d → %d units, want one more", step, before, got)
+		}
+		decode()
+	}
+	if want := fmt.Sprintf("repacked 0→%d layers", full.MaxLayers); !strings.Contains(log.String(), want) ||
+		!strings.Contains(log.String(), fmt.Sprintf("over %d steps", full.MaxLayers)) {
+		t.Errorf("log %q lacks %q over %d steps", log.String(), want, full.MaxLayers)
+	}
+	if a.Stats().RepackChanges != 5 || a.repack.pending {
+		t.Errorf("%d repack changes (want 5), pending %v", a.Stats().RepackChanges, a.repack.pending)
 	}
 
 	plain, err := Load(q4, LoadOptions{Engine: "native"})
