@@ -175,11 +175,15 @@ func TestRepackLayersLive(t *testing.T) {
 			if st := lazy.RepackState(); st.Layers != 0 || st.MaxLayers != units || st.MaxBytes != w.Repack.Bytes {
 				t.Fatalf("RepackNone: state %+v", st)
 			}
-			// Only a buffer glibc maps on its own (≥ 32 MiB, its largest
-			// mmap threshold) starts untouched: a smaller one may reuse
-			// heap pages an earlier allocation touched.
-			if res, _ := lw.repack.Resident(); w.Repack.BufferBytes >= 32<<20 && res > 2*ps {
-				t.Errorf("RepackNone: %d bytes of the buffer resident after load, want none (two partial pages at most)", res)
+			// Nothing written: a load that repacked would leave the whole
+			// buffer resident. Checked only for a buffer glibc maps on its
+			// own (≥ 32 MiB, its largest mmap threshold; a smaller one may
+			// reuse heap pages an earlier allocation touched), and with room:
+			// a full-suite run found 4.6 MiB of this 32.6 MiB buffer
+			// resident (two 2 MiB huge pages and 164 small ones) that
+			// nothing of ours had written; alone it reads 0.
+			if res, _ := lw.repack.Resident(); w.Repack.BufferBytes >= 32<<20 && res > w.Repack.BufferBytes/4 {
+				t.Errorf("RepackNone: %d of the buffer's %d bytes resident after load, want under a quarter (nothing written)", res, w.Repack.BufferBytes)
 			}
 			for i, l := range run(lazy, toks) {
 				if !slices.Equal(l, plainL[i]) {
