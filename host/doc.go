@@ -28,8 +28,9 @@
 // (LoadOptions.Tiers: GGUF files of one model at several precisions, swapped
 // mid-generation with KV migration). What a session can change while
 // decoding is what it implements: TierSwapper, ThreadSetter, WindowSetter,
-// LayerWindowSetter, LayerSetter; Engine.Capabilities says the same for the
-// engine.
+// LayerWindowSetter, LayerSetter, KVTypeSetter, RepackSetter (the native
+// engine with LoadOptions.Repack: how many layers use their repacked copy);
+// Engine.Capabilities says the same for the engine.
 //
 // AttachDraft attaches speculative decoding to a native-engine session (a
 // draft of the model's first layers, a lower-precision weight set, prompt
