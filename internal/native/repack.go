@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -146,7 +147,7 @@ func repackUnitOf(name string, nLayer int) int {
 
 // repackedAtLoad reports whether unit u is filled at load for
 // Options.RepackLayers k (0 = all, negative = none).
-func repackedAtLoad(u, k int) bool { return k == 0 || (k > 0 && u < k) }
+func repackedAtLoad(u, k int) bool { return u < repackTarget(k, math.MaxInt) }
 
 // repackOrPlace repacks x at load when its unit is filled then
 // (repackedAtLoad), else only places it in the buffer, unwritten.
@@ -203,8 +204,7 @@ type repackUnit struct {
 	tensors []repackedTensor
 	lo, hi  int64 // the buffer range they span
 	bytes   int64 // their tensor bytes
-	head    bool
-	active  bool // the repacked copy is resident and in use
+	active  bool  // the repacked copy is resident and in use
 	// cold: no session uses this set's layer (or head); the advise step
 	// (Engine.AdviseUnused) released the copy and the unit waits, on its
 	// mapped twins, until a session uses it again.
@@ -224,7 +224,7 @@ func (u *repackUnit) add(t repackedTensor) {
 // initUnits records both versions of each layer and of the head (w.Layers
 // and w.Output as loaded: repacked where eligible; plain: the mapped twins;
 // rt: the repacked matrices) and selects the twins for the units not
-// filled at load (repackedAtLoad with k = Options.RepackLayers).
+// filled at load (the first repackTarget(k) are, k = Options.RepackLayers).
 func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repackedTensor, k int) {
 	w.packedLayers = append([]LayerWeights(nil), w.Layers...)
 	w.plainLayers = append([]LayerWeights(nil), w.Layers...)
@@ -244,22 +244,19 @@ func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repac
 				u.add(t)
 			}
 		}
-		u.active = repackedAtLoad(i, k)
-		if !u.active {
-			w.Layers[i] = w.plainLayers[i]
-		}
 		w.units = append(w.units, u)
 	}
 	if t, ok := rt["output.weight"]; ok {
 		w.packedOut, w.plainOut = w.Output, plain["output.weight"]
-		u := repackUnit{head: true, active: repackedAtLoad(len(w.Layers), k)}
+		var u repackUnit
 		u.add(t)
-		if !u.active {
-			w.Output = w.plainOut
-		}
 		w.units = append(w.units, u)
 	}
 	w.target = repackTarget(k, len(w.units))
+	for i := range w.units {
+		w.units[i].active = i < w.target // what repackOrPlace filled
+		w.selectUnit(i)
+	}
 }
 
 // repackTarget is the count of units Options.RepackLayers k asks for.
@@ -377,17 +374,25 @@ func (w *Weights) applyUnit(i int, c *RepackChange) error {
 		c.ReleasedBytes += u.bytes
 	}
 	u.active = want
+	w.selectUnit(i)
+	return nil
+}
+
+// selectUnit points unit i's layer (or, past the last layer, the output
+// head) at its repacked tensors when the unit is active, else at the mapped
+// twins.
+func (w *Weights) selectUnit(i int) {
+	active := w.units[i].active
 	switch {
-	case u.head && want:
+	case i == len(w.Layers) && active:
 		w.Output = w.packedOut
-	case u.head:
+	case i == len(w.Layers):
 		w.Output = w.plainOut
-	case want:
+	case active:
 		w.Layers[i] = w.packedLayers[i]
 	default:
 		w.Layers[i] = w.plainLayers[i]
 	}
-	return nil
 }
 
 // RepackState sums every weight set's repacked weights: Layers and
