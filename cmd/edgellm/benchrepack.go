@@ -14,6 +14,7 @@ import (
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
+	"github.com/edgellm/edgellm/kernels"
 )
 
 // `edgellm bench --repack-sweep`: repacked weights as a live choice
@@ -125,13 +126,7 @@ func repackDecode(eng host.Engine, prompt []int32, o benchOptions) (wall, cpu fl
 		if err := s.Logits(i, l); err != nil {
 			return 0, err
 		}
-		best := 0
-		for i, v := range l {
-			if v > l[best] {
-				best = i
-			}
-		}
-		return int32(best), nil
+		return kernels.Argmax(l), nil
 	}
 	tok, err := next(len(prompt) - 1)
 	if err != nil {
