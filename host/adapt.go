@@ -78,6 +78,9 @@ type Adapter struct {
 	// per-layer latency sampler, what policy.Apply may change.
 	nTiers   int32
 	layerLat LayerLatencySampler
+	// repackable is the session when its engine has repacked weights
+	// (adapt_repack.go); nil otherwise.
+	repackable RepackSetter
 	can      policy.Abilities
 	haveCan  bool // can is set (an Adapter built field by field finds it on first use)
 
@@ -151,7 +154,8 @@ func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 	}
 	a.cur = abi.Decision{Tier: int32(tier), Window: int32(cfg.NCtx), Threads: int32(threads),
 		CadenceSteps: DefaultCadence, KVType: abi.ParseKVType(string(kv))}
-	if rs, ok := sess.(RepackSetter); ok {
+	if rs, ok := sess.(RepackSetter); ok && rs.RepackState().MaxLayers > 0 {
+		a.repackable = rs
 		a.cur.RepackLayers = int32(rs.RepackState().Layers)
 	}
 	a.s.LayerCount = int32(min(eng.Info().NLayer, abi.MaxLayers))
@@ -301,7 +305,7 @@ func (a *Adapter) abilities() policy.Abilities {
 		LayerWindows: caps.SlidingWindow && window && caps.PerLayerWindow && layerWindows,
 		LayerBits:    caps.PerLayerPrec && layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
-		Repack:       repackUnits(a.sess) > 0,
+		Repack:       a.repackable != nil,
 	}
 }
 

@@ -27,26 +27,13 @@ type RepackState = native.RepackState
 // RepackChange is what one SetRepackLayers call did.
 type RepackChange = native.RepackChange
 
-// repackUnits is the units the session's engine can repack (0: none, or
-// not a RepackSetter).
-func repackUnits(sess Session) int {
-	if rs, ok := sess.(RepackSetter); ok {
-		return rs.RepackState().MaxLayers
-	}
-	return 0
-}
-
 // fillRepack writes the ABI 1.4 repack readings when the engine has
 // repacked weights.
 func (a *Adapter) fillRepack(s *abi.Sensors) {
-	rs, ok := a.sess.(RepackSetter)
-	if !ok {
+	if a.repackable == nil {
 		return
 	}
-	st := rs.RepackState()
-	if st.MaxLayers == 0 {
-		return
-	}
+	st := a.repackable.RepackState()
 	s.RepackLayers, s.RepackLayersMax = int32(st.Layers), int32(st.MaxLayers)
 	s.RepackMB, s.RepackMBMax = int32((st.Bytes+(1<<20)-1)>>20), int32((st.MaxBytes+(1<<20)-1)>>20)
 	s.Present |= abi.PresentRepack
@@ -83,7 +70,7 @@ func (a *Adapter) carryRepack(step int) {
 // once; a higher one starts repacking them, RepackStepBudget a step
 // (repackStep). What the engine refuses keeps old's count.
 func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
-	rs := a.sess.(RepackSetter)
+	rs := a.repackable
 	st := rs.RepackState()
 	want := min(max(int(d.RepackLayers), 0), st.MaxLayers)
 	d.RepackLayers = int32(want)
@@ -119,7 +106,7 @@ func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, chang
 // complete.
 func (a *Adapter) repackStep(step int) {
 	p := &a.repack
-	rs := a.sess.(RepackSetter)
+	rs := a.repackable
 	t0 := time.Now()
 	cur := rs.RepackState().Layers
 	for cur < p.target {
