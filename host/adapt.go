@@ -81,8 +81,8 @@ type Adapter struct {
 	// repackable is the session when its engine has repacked weights
 	// (adapt_repack.go); nil otherwise.
 	repackable RepackSetter
-	can      policy.Abilities
-	haveCan  bool // can is set (an Adapter built field by field finds it on first use)
+	can        policy.Abilities
+	haveCan    bool // can is set (an Adapter built field by field finds it on first use)
 
 	ctx  int         // the session's context length
 	spec speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
