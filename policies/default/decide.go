@@ -124,7 +124,7 @@ func tier(s *abi.Sensors, d *abi.Decision, r *reason) {
 		nt = max(1, s.TiersAvailable)
 	}
 	cur := s.CurTier
-	held := st.tierChanged && s.Step-st.lastTierStep < TierHoldSteps
+	held := memoryHeld(s)
 
 	// Thermal: each rise to a status ≥ MODERATE costs one tier, at once.
 	if s.Has(abi.PresentThermalStatus) {

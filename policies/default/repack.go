@@ -33,8 +33,7 @@ func repack(s *abi.Sensors, d *abi.Decision, r *reason) {
 		r.add(" layers")
 		return
 	}
-	held := st.tierChanged && s.Step-st.lastTierStep < TierHoldSteps
-	if cur >= all || !known || !ample || crit || st.emergency || held ||
+	if cur >= all || !known || !ample || crit || st.emergency || memoryHeld(s) ||
 		(s.Has(abi.PresentCurrent) && s.CurTier > 0) {
 		return
 	}
@@ -50,6 +49,12 @@ func repack(s *abi.Sensors, d *abi.Decision, r *reason) {
 	r.set(abi.ReasonMemoryHeadroom, "memory ok: repacked ")
 	r.tierMove(cur, all)
 	r.add(" layers")
+}
+
+// memoryHeld reports whether a tier or repack change made for memory (or
+// a thermal tier change) happened less than TierHoldSteps steps ago.
+func memoryHeld(s *abi.Sensors) bool {
+	return st.tierChanged && s.Step-st.lastTierStep < TierHoldSteps
 }
 
 // memoryChange starts the tier and KV-type holds at this step: the next
