@@ -53,7 +53,7 @@ type repackPacer struct {
 	from, target  int
 	steps         int
 	bytes         int64
-	total, maxCal time.Duration
+	total, longest time.Duration
 	startStep     int
 	lastStep      int // the step whose budget was spent last
 }
@@ -134,7 +134,7 @@ func (a *Adapter) repackStep(step int) {
 	}
 	p.steps++
 	p.total += dt
-	p.maxCal = max(p.maxCal, dt)
+	p.longest = max(p.longest, dt)
 	if cur >= p.target {
 		p.pending = false
 		if step != p.startStep && a.log != nil {
@@ -148,7 +148,7 @@ func (a *Adapter) repackDone() string {
 	p := &a.repack
 	a.st.RepackChanges++
 	return fmt.Sprintf("repacked %d→%d layers (%.1f MiB over %d steps, %.1f ms in all, at most %.1f ms in one)", p.from, p.target,
-		float64(p.bytes)/(1<<20), p.steps, float64(p.total.Microseconds())/1000, float64(p.maxCal.Microseconds())/1000)
+		float64(p.bytes)/(1<<20), p.steps, float64(p.total.Microseconds())/1000, float64(p.longest.Microseconds())/1000)
 }
 
 // RepackNone as LoadOptions.RepackLayers repacks nothing at load.
