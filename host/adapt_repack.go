@@ -49,13 +49,13 @@ var RepackStepBudget = 20 * time.Millisecond
 // repackPacer is a raise in progress: the engine is repacked up to target
 // a few units per step.
 type repackPacer struct {
-	pending       bool
-	from, target  int
-	steps         int
-	bytes         int64
+	pending        bool
+	from, target   int
+	steps          int
+	bytes          int64
 	total, longest time.Duration
-	startStep     int
-	lastStep      int // the step whose budget was spent last
+	startStep      int
+	lastStep       int // the step whose budget was spent last
 }
 
 // carryRepack spends this step's budget on a raise in progress, unless the
