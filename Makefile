@@ -32,7 +32,11 @@ REPACK ?= 1
 ifeq ($(REPACK),1)
   CGO_CPPFLAGS += -DGGML_USE_CPU_REPACK
 endif
-export CGO_CFLAGS   := -O3 -march=$(MARCH) $(ARCH_FLAGS)
+# kernels/spinwait.h bounds the spin of ggml's thread barrier (x86 only; see
+# kernels/RATIONALE.md "Bounded barrier spin"): forced into every C file so it
+# reaches ggml-cpu.c, which we compile from the module unchanged.
+SPINWAIT  := -include $(CURDIR)/kernels/spinwait.h
+export CGO_CFLAGS   := -O3 -march=$(MARCH) $(ARCH_FLAGS) $(SPINWAIT)
 export CGO_CXXFLAGS := -O3 -march=$(MARCH) $(ARCH_FLAGS)
 
 BIN        := bin/edgellm

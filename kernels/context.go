@@ -91,6 +91,7 @@ type Context struct {
 	m     *Model
 	abort *C.int // C memory: the flag edgellm_abort_cb polls
 	sched schedPass
+	pools ctxPools // contextpool.go
 
 	nCtx, nCtxSeq, nBatch, nUBatch, nSeqMax, nVocab int
 	typeK, typeV                                    KVType
@@ -144,6 +145,11 @@ func NewContext(m *Model, p ContextParams) (*Context, error) {
 		typeV:   orF16(p.TypeV),
 	}
 	c.out = make([]bool, c.nBatch)
+	if err := c.setPools(int(cp.n_threads), int(cp.n_threads_batch)); err != nil {
+		C.llama_free(ptr)
+		C.free(unsafe.Pointer(abort))
+		return nil, fmt.Errorf("new context on %s: %w", m.path, err)
+	}
 	m.nCtx++
 	return c, nil
 }
@@ -245,6 +251,7 @@ func (c *Context) Close() error {
 	}
 	C.llama_free(c.ptr)
 	C.free(unsafe.Pointer(c.abort))
+	c.closePools()
 	c.ptr, c.mem, c.abort = nil, nil, nil
 	c.outN = 0
 	c.m.mu.Lock()
@@ -286,7 +293,8 @@ func (c *Context) Threads() (threads, threadsBatch int) {
 	return int(C.llama_n_threads(c.ptr)), int(C.llama_n_threads_batch(c.ptr))
 }
 
-// SetThreads changes the thread counts; 0 = runtime.NumCPU().
+// SetThreads changes the thread counts; 0 = runtime.NumCPU(). The context's
+// threadpools are replaced by pools of exactly these sizes (contextpool.go).
 func (c *Context) SetThreads(threads, threadsBatch int) error {
 	if c == nil || c.ptr == nil {
 		return ErrClosed
@@ -299,6 +307,9 @@ func (c *Context) SetThreads(threads, threadsBatch int) error {
 	}
 	if threadsBatch == 0 {
 		threadsBatch = runtime.NumCPU()
+	}
+	if err := c.setPools(threads, threadsBatch); err != nil {
+		return err
 	}
 	C.llama_set_n_threads(c.ptr, C.int32_t(threads), C.int32_t(threadsBatch))
 	return nil

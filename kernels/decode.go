@@ -57,6 +57,9 @@ func (c *Context) Decode(b *Batch) error {
 	C.edgellm_log_clear_error()
 	c.sched.pass()
 	rc := int(C.llama_decode(c.ptr, b.c))
+	if rc == 0 && len(c.pools.retired) > 0 {
+		c.closeRetired() // the backend now points at the new pools
+	}
 	if rc != 0 {
 		if rc == 2 {
 			C.edgellm_abort_set(c.abort, 0)

@@ -36,6 +36,7 @@ func init() {
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
 			fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K) into ggml's interleaved layouts on every engine measured: faster, but anonymous memory; an engine named ENGINE:repack (--engine native:repack --compare native) is repacked alone")
 			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS)")
+			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
@@ -62,6 +63,7 @@ type benchOptions struct {
 	Repack           bool     `koanf:"repack"`
 	Bandwidth        bool     `koanf:"bandwidth"`
 	RepackSweep      bool     `koanf:"repack-sweep"`
+	SpinSweep        bool     `koanf:"spin-sweep"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
 	benchSpecOptions `koanf:",squash"`
@@ -183,6 +185,12 @@ func runBench(c *cmdEnv, args []string) error {
 			return usagef("--repack-sweep and --spec cannot be combined")
 		}
 		return runRepackSweep(c, path, o, text)
+	}
+	if o.SpinSweep {
+		if o.Spec != "" || o.RepackSweep {
+			return usagef("--spin-sweep cannot be combined with --spec or --repack-sweep")
+		}
+		return runSpinSweep(c, path, o, text)
 	}
 	if o.Spec != "" {
 		return runBenchSpec(c, o, o.benchSpecOptions, path, text)

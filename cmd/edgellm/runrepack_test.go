@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/kernels"
 )
 
 // TestRunRepack: run --repack on both engines reports the anonymous memory
@@ -102,5 +103,32 @@ func TestBenchRepackSweep(t *testing.T) {
 	}
 	if _, errs, code := runCLI(t, "bench", "-m", q4, "--repack-sweep", "--engine", "llamacpp"); code != 2 || !strings.Contains(errs, "native engine") {
 		t.Errorf("llamacpp: exit %d, %s", code, errs)
+	}
+}
+
+// TestBenchSpinSweep: bench --spin-sweep measures ggml's unbounded barrier
+// spin and the bounded one in one process, a row each with the ratio (the
+// rates are machine-dependent and not checked), and leaves the process's
+// spin limit as it found it.
+func TestBenchSpinSweep(t *testing.T) {
+	model := sharedtest.Stories260K(t)
+	before := kernels.SetSpinLimit(kernels.DefaultSpinLimit)
+	kernels.SetSpinLimit(before)
+	for _, eng := range []string{"native", "llamacpp"} {
+		out, errs, code := runCLI(t, "bench", "-m", model, "--engine", eng, "--spin-sweep", "-t", "2", "-p", "4", "-n", "8", "-r", "2", "--ctx", "32")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", eng, code, errs)
+		}
+		for _, row := range []string{"unbounded (ggml)", kernels.DefaultSpinLimit.String() + ", then sleep", "÷ unbounded", "1.000, 1.000, 1.000"} {
+			if !strings.Contains(out, row) {
+				t.Errorf("%s: no %q:\n%s", eng, row, out)
+			}
+		}
+	}
+	if got := kernels.SetSpinLimit(before); got != before {
+		t.Errorf("spin limit after the sweep %v, want %v as before", got, before)
+	}
+	if _, errs, code := runCLI(t, "bench", "-m", model, "--spin-sweep", "--spec", "ngram"); code != 2 || !strings.Contains(errs, "cannot be combined") {
+		t.Errorf("--spin-sweep --spec: exit %d, %s", code, errs)
 	}
 }
