@@ -35,7 +35,9 @@ endif
 # kernels/spinwait.h bounds the spin of ggml's thread barrier (x86 only; see
 # kernels/RATIONALE.md "Bounded barrier spin"): forced into every C file so it
 # reaches ggml-cpu.c, which we compile from the module unchanged.
-SPINWAIT  := -include $(CURDIR)/kernels/spinwait.h
+# Go's build cache does not see a header outside the package it compiles:
+# the header's hash in the flags makes an edit to it rebuild ggml.
+SPINWAIT  := -include $(CURDIR)/kernels/spinwait.h -DEDGELLM_SPINWAIT=$(shell cksum < kernels/spinwait.h | cut -d' ' -f1)
 export CGO_CFLAGS   := -O3 -march=$(MARCH) $(ARCH_FLAGS) $(SPINWAIT)
 export CGO_CXXFLAGS := -O3 -march=$(MARCH) $(ARCH_FLAGS)
 
@@ -92,6 +94,9 @@ bench: build policies
 	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
 	$(MAKE) bench-precision
 	$(MAKE) scenario-cpu-long
+	./$(BIN) bench --spin-sweep --engine native -t 2 -n 256 -r 4
+	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
+	./$(BIN) bench --spin-sweep --engine llamacpp -t 2 -n 64 -r 2 --hogs 2
 	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
 
 # CPU contention scenario (testdata/scenarios/cpu-contention.yaml, issue
@@ -184,7 +189,7 @@ BIN_ARM64       ?= bin/edgellm-$(GOOS_ARM64)-arm64
 # The environment of an arm64 cgo build (a binary here, a c-shared library too).
 CROSS_ARM64_ENV  = GOOS=$(GOOS_ARM64) GOARCH=arm64 CGO_ENABLED=1 \
                    CC='$(CROSS_ARM64_CC)' CXX='$(CROSS_ARM64_CXX)' \
-                   CGO_CFLAGS='-O3 -march=$(MARCH_ARM64)' CGO_CXXFLAGS='-O3 -march=$(MARCH_ARM64)'
+                   CGO_CFLAGS='-O3 -march=$(MARCH_ARM64) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(MARCH_ARM64)'
 
 .PHONY: build-arm64 test-arm64 cross-arm64-check lib-arm64
 

@@ -49,6 +49,8 @@ static inline int64_t mono_ns(void) {
 void edgellm_spin_pause(void) {
 #if defined(__x86_64__)
     __asm__ volatile("pause" ::: "memory");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
 #endif
     if ((++t_calls % CHECK_EVERY) != 0) {
         return;

@@ -19,9 +19,6 @@ import (
 // most the limit, one sleep and the two context switches it takes, with a
 // generous allowance for the switches.
 func TestBarrierSpinBounded(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the bounded spin covers x86 only: ggml's arm64 barrier pauses with inline asm (kernels/RATIONALE.md)")
-	}
 	if testing.Short() {
 		t.Skip("times graph computations")
 	}

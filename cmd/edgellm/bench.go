@@ -37,6 +37,7 @@ func init() {
 			fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K) into ggml's interleaved layouts on every engine measured: faster, but anonymous memory; an engine named ENGINE:repack (--engine native:repack --compare native) is repacked alone")
 			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS)")
 			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
+			fs.Int("hogs", 0, "with --spin-sweep: run this many CPU hogs (a process spinning one thread pinned to each of the first N allowed CPUs) during the sweep")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
@@ -64,6 +65,7 @@ type benchOptions struct {
 	Bandwidth        bool     `koanf:"bandwidth"`
 	RepackSweep      bool     `koanf:"repack-sweep"`
 	SpinSweep        bool     `koanf:"spin-sweep"`
+	Hogs             int      `koanf:"hogs"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
 	benchSpecOptions `koanf:",squash"`
@@ -185,6 +187,9 @@ func runBench(c *cmdEnv, args []string) error {
 			return usagef("--repack-sweep and --spec cannot be combined")
 		}
 		return runRepackSweep(c, path, o, text)
+	}
+	if o.Hogs != 0 && !o.SpinSweep {
+		return usagef("--hogs is for --spin-sweep")
 	}
 	if o.SpinSweep {
 		if o.Spec != "" || o.RepackSweep {

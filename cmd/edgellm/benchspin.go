@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/kernels"
@@ -20,8 +21,8 @@ import (
 // engine, the two alternating every repeat: prefill and decode tok/s, the
 // process's CPU over wall during decode (every thread counted), and the
 // barrier waits that reached the limit and slept. Run it quiet, then beside
-// CPU hogs (`yes > /dev/null &`, or `taskset -c 0` with --threads 2) to see
-// what oversubscription costs.
+// CPU hogs (--hogs N, `yes > /dev/null &`, or `taskset -c 0` with
+// --threads 2) to see what oversubscription costs.
 
 // spinLevel is one spin limit and what was measured at it.
 type spinLevel struct {
@@ -53,6 +54,10 @@ func runSpinSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	if o.Compare != "" {
 		return usagef("--spin-sweep and --compare cannot be combined")
 	}
+	cpus := kernels.AllowedCPUs()
+	if o.Hogs < 0 || o.Hogs > len(cpus) {
+		return usagef("--hogs %d: want 0 to the %d CPUs this process may use", o.Hogs, len(cpus))
+	}
 	name, repack := bench.ParseEngine(o.Engine)
 	eng, err := host.Load(path, host.LoadOptions{Engine: name, Repack: o.Repack || repack})
 	if err != nil {
@@ -77,6 +82,14 @@ func runSpinSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 		eng.Name(), threads, o.NPrompt, o.NPredict, o.Repeats, bounded)
 	if threads == 1 {
 		c.Logf("bench: with one thread ggml has no barrier to wait at; use --threads 2 or more")
+	}
+	if o.Hogs > 0 {
+		hog, err := pressure.StartCPUHog(c.Ctx, cpus[:o.Hogs], nil)
+		if err != nil {
+			return err
+		}
+		defer hog.Stop()
+		c.Logf("bench: CPU hog pid %d spinning on CPUs %v", hog.Pid(), hog.CPUs)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -128,7 +128,13 @@ func TestBenchSpinSweep(t *testing.T) {
 	if got := kernels.SetSpinLimit(before); got != before {
 		t.Errorf("spin limit after the sweep %v, want %v as before", got, before)
 	}
-	if _, errs, code := runCLI(t, "bench", "-m", model, "--spin-sweep", "--spec", "ngram"); code != 2 || !strings.Contains(errs, "cannot be combined") {
-		t.Errorf("--spin-sweep --spec: exit %d, %s", code, errs)
+	for _, bad := range []struct{ args, want string }{
+		{"--spin-sweep --spec ngram", "cannot be combined"},
+		{"--spin-sweep --hogs 1000", "--hogs 1000"},
+		{"--hogs 1", "--hogs is for --spin-sweep"},
+	} {
+		if _, errs, code := runCLI(t, append([]string{"bench", "-m", model}, strings.Fields(bad.args)...)...); code != 2 || !strings.Contains(errs, bad.want) {
+			t.Errorf("%s: exit %d, want 2 and %q in: %s", bad.args, code, bad.want, errs)
+		}
 	}
 }
