@@ -121,13 +121,7 @@ func repackDecode(eng host.Engine, prompt []int32, o benchOptions) (wall, cpu fl
 	if err := s.Decode(prompt, host.LogitsLast); err != nil {
 		return 0, 0, err
 	}
-	l := make([]float32, eng.Vocab().NVocab())
-	next := func(i int) (int32, error) {
-		if err := s.Logits(i, l); err != nil {
-			return 0, err
-		}
-		return kernels.Argmax(l), nil
-	}
+	next := greedyNext(eng, s)
 	tok, err := next(len(prompt) - 1)
 	if err != nil {
 		return 0, 0, err
@@ -147,6 +141,18 @@ func repackDecode(eng host.Engine, prompt []int32, o benchOptions) (wall, cpu fl
 	}
 	n := float64(o.NPredict - 1)
 	return n / time.Since(t0).Seconds(), n / (cputime.Thread() - c0).Seconds(), nil
+}
+
+// greedyNext returns the greedy choice from the logits of batch index i of
+// the session's last decode (one logits buffer, reused).
+func greedyNext(eng host.Engine, s host.Session) func(i int) (int32, error) {
+	l := make([]float32, eng.Vocab().NVocab())
+	return func(i int) (int32, error) {
+		if err := s.Logits(i, l); err != nil {
+			return 0, err
+		}
+		return kernels.Argmax(l), nil
+	}
 }
 
 // processRSS is the process's anonymous and file-backed resident memory

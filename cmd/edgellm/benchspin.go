@@ -133,13 +133,7 @@ func spinDecode(eng host.Engine, prompt []int32, o benchOptions, threads int, lv
 		return err
 	}
 	lv.prefill = append(lv.prefill, float64(len(prompt))/time.Since(t0).Seconds())
-	l := make([]float32, eng.Vocab().NVocab())
-	next := func(i int) (int32, error) {
-		if err := s.Logits(i, l); err != nil {
-			return 0, err
-		}
-		return kernels.Argmax(l), nil
-	}
+	next := greedyNext(eng, s)
 	tok, err := next(len(prompt) - 1)
 	if err != nil {
 		return err
