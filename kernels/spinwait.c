@@ -11,8 +11,8 @@
 // moves a waiting thread onto it.
 //
 // ggml's pause loop passes no context, so a wait is recognised by time: the
-// clock is read every 32 pauses, and a gap of more than gapNS since the
-// previous reading starts a new wait.
+// clock is read every CHECK_EVERY relaxes, and a gap of more than GAP_NS
+// since the previous reading starts a new wait.
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <time.h>

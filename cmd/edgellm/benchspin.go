@@ -31,7 +31,6 @@ type spinLevel struct {
 	cores           []float64     // process CPU ÷ wall during decode
 	bounded, sleeps []float64     // per decoded token
 	waits           [4]float64    // barrier waits per token by waitClasses, summed over repeats
-	nWaits          int           // repeats summed in waits
 }
 
 // waitClasses are the wait lengths bench prints (kernels.SpinStats.Waits
@@ -70,7 +69,7 @@ func runSpinSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	}
 	threads := o.Threads
 	if threads == 0 {
-		threads = len(kernels.AllowedCPUs())
+		threads = len(cpus)
 	}
 	bounded := kernels.SpinLimit() // EDGELLM_BARRIER_SPIN_US, else the default
 	if bounded == 0 {
@@ -161,7 +160,6 @@ func spinDecode(eng host.Engine, prompt []int32, o benchOptions, threads int, lv
 	for b := range s1.Waits {
 		lv.waits[waitClass(b)] += float64(s1.Waits[b]-s0.Waits[b]) / n
 	}
-	lv.nWaits++
 	return nil
 }
 
@@ -181,7 +179,7 @@ func printSpinSweep(w io.Writer, levels []*spinLevel) {
 	for _, lv := range levels {
 		var parts []string
 		for i, name := range waitClasses {
-			parts = append(parts, fmt.Sprintf("%s %.1f", name, lv.waits[i]/float64(max(lv.nWaits, 1))))
+			parts = append(parts, fmt.Sprintf("%s %.1f", name, lv.waits[i]/float64(len(lv.decode))))
 		}
 		fmt.Fprintf(w, "barrier waits per token, %s: %s\n", spinName(lv.limit), strings.Join(parts, ", "))
 	}
