@@ -20,6 +20,7 @@ func fullSensors() Sensors {
 		SpecMeanAccepted: 2.75, SpecDraftCost: 0.31, SpecKMax: 8, TokPerSecTarget: 12,
 		CPUPSISomeAvg10: 37.5, CPURunnable: 3, CPUAllowed: 2, StepTimeRatio: 1.8, CurThreads: 2,
 		RepackLayers: 12, RepackLayersMax: 17, RepackMB: 410, RepackMBMax: 581,
+		CPUOtherBusy: 0.75, CPUPSISomeRecent: 46.5, CPUSpanMS: 251.5,
 	}
 	for i := range s.LayerLatencyUS {
 		s.LayerLatencyUS[i] = float32(i) * 1.5
@@ -211,7 +212,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestNewerMinor: a newer writer (minor 5, a longer struct) is read up to
+// TestNewerMinor: a newer writer (minor 6, a longer struct) is read up to
 // what this package knows.
 func TestNewerMinor(t *testing.T) {
 	s := fullSensors()
@@ -219,7 +220,7 @@ func TestNewerMinor(t *testing.T) {
 	if err := EncodeSensors(buf, &s); err != nil {
 		t.Fatal(err)
 	}
-	buf[2] = 5                            // minor 5
+	buf[2] = 6                            // minor 6
 	le.PutUint32(buf[4:], SensorsSize+64) // appended fields
 	for i := SensorsSize; i < len(buf); i++ {
 		buf[i] = 0xEE
@@ -232,13 +233,13 @@ func TestNewerMinor(t *testing.T) {
 		t.Fatal("newer-minor decode differs")
 	}
 	h, err := ReadHeader(buf)
-	if err != nil || h.Version != (Version{1, 5}) || h.Size != SensorsSize+64 {
+	if err != nil || h.Version != (Version{1, 6}) || h.Size != SensorsSize+64 {
 		t.Fatalf("ReadHeader = %+v, %v", h, err)
 	}
 }
 
 func TestVersion(t *testing.T) {
-	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.4" {
+	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.5" {
 		t.Fatalf("Current = %v", Current())
 	}
 	for _, tc := range []struct {
@@ -252,7 +253,8 @@ func TestVersion(t *testing.T) {
 		{Version{1, 2}, 1236, 760, ""},
 		{Version{1, 3}, 1256, 760, ""},
 		{Version{1, 4}, 1272, 768, ""},
-		{Version{1, 5}, 0, 0, ErrMinorVersion},
+		{Version{1, 5}, 1284, 768, ""},
+		{Version{1, 6}, 0, 0, ErrMinorVersion},
 		{Version{2, 0}, 0, 0, ErrMajorVersion},
 		{Version{0, 9}, 0, 0, ErrMajorVersion},
 	} {
@@ -338,6 +340,7 @@ func TestExchangeSizes(t *testing.T) {
 		{Version{1, 2}, SensorsSize12, DecisionSize11},
 		{Version{1, 3}, SensorsSize13, DecisionSize11},
 		{Version{1, 4}, SensorsSize14, DecisionSize14},
+		{Version{1, 5}, SensorsSize15, DecisionSize14},
 		{Version{1, 9}, SensorsSize, DecisionSize},
 	} {
 		ss, ds, err := ExchangeSizes(tc.v)
@@ -355,8 +358,8 @@ func TestExchangeSizes(t *testing.T) {
 // clear (Sensors), or the reader's own values kept (Decision).
 func TestOlderMinorPrefix(t *testing.T) {
 	s := fullSensors()
-	s.Present = ^Presence(0) >> 33 // bits 0–30: every reading of 1.4
-	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13, SensorsSize14} {
+	s.Present = ^Presence(0) >> 32 // bits 0–31: every reading of 1.5
+	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13, SensorsSize14, SensorsSize15} {
 		buf := make([]byte, size)
 		if err := EncodeSensorsSize(buf, &s, size); err != nil {
 			t.Fatalf("size %d: %v", size, err)
@@ -386,6 +389,10 @@ func TestOlderMinorPrefix(t *testing.T) {
 		if size < SensorsSize14 {
 			want.RepackLayers, want.RepackLayersMax, want.RepackMB, want.RepackMBMax = 0, 0, 0, 0
 			want.Present &^= PresentRepack
+		}
+		if size < SensorsSize15 {
+			want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
+			want.Present &^= PresentCPUBusy
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("size %d: decoded %+v\nwant %+v", size, got, want)
@@ -449,7 +456,8 @@ func TestMinor13Writer(t *testing.T) {
 	}
 	want := s
 	want.RepackLayers, want.RepackLayersMax, want.RepackMB, want.RepackMBMax = 0, 0, 0, 0
-	want.Present &^= PresentRepack
+	want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
+	want.Present &^= PresentRepack | PresentCPUBusy
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.3 sensors: %+v\nwant %+v", got, want)
 	}
@@ -490,5 +498,33 @@ func TestMinor13Writer(t *testing.T) {
 	_ = EncodeDecision(dfull, &d)
 	if r := dfull[DecisionSize14-4 : DecisionSize14]; r[0]|r[1]|r[2]|r[3] != 0 {
 		t.Errorf("reserved bytes %x", r)
+	}
+}
+
+// TestMinor14Writer: Sensors written by a 1.4 peer decode with the 1.5
+// fields zero and PresentCPUBusy clear even if the writer set that bit, and
+// every 1.4 field intact.
+func TestMinor14Writer(t *testing.T) {
+	s := fullSensors()
+	s.Present |= PresentRepack | PresentCPUBusy
+	full := make([]byte, SensorsSize)
+	if err := EncodeSensors(full, &s); err != nil {
+		t.Fatal(err)
+	}
+	buf := append([]byte(nil), full[:SensorsSize14]...)
+	le.PutUint16(buf[2:], 4)
+	le.PutUint32(buf[4:], SensorsSize14)
+	got := Sensors{CPUOtherBusy: 1, CPUPSISomeRecent: 2, CPUSpanMS: 3} // must be cleared
+	if err := DecodeSensors(buf, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := s
+	want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
+	want.Present &^= PresentCPUBusy
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("1.4 sensors: %+v\nwant %+v", got, want)
+	}
+	if !got.Has(PresentRepack) || got.RepackMB != s.RepackMB {
+		t.Errorf("1.4 sensors: present %#x, repack_mb %d", got.Present, got.RepackMB)
 	}
 }

@@ -22,6 +22,7 @@ var (
 	v12 = Version{Major: 1, Minor: 2}
 	v13 = Version{Major: 1, Minor: 3}
 	v14 = Version{Major: 1, Minor: 4}
+	v15 = Version{Major: 1, Minor: 5}
 )
 
 // SensorsLayout returns the Sensors fields in offset order (a fresh slice).
@@ -80,6 +81,9 @@ func SensorsLayout() []Field {
 		{"repack_layers_max", "RepackLayersMax", offSRepackLayersMax, "i32", 4, v14, PresentRepack, "layers that can be repacked (0 = the model was loaded without repacking)"},
 		{"repack_mb", "RepackMB", offSRepackMB, "i32", 4, v14, PresentRepack, "anonymous memory of the repacked weights in use, MiB"},
 		{"repack_mb_max", "RepackMBMax", offSRepackMBMax, "i32", 4, v14, PresentRepack, "the same with every layer repacked, MiB"},
+		{"cpu_other_busy", "CPUOtherBusy", offSCPUOtherBusy, "f32", 4, v15, PresentCPUBusy, "CPU time of other processes on the CPUs this process may use ÷ the span, cores"},
+		{"cpu_psi_some_recent", "CPUPSISomeRecent", offSCPUPSISomeRecent, "f32", 4, v15, PresentCPUBusy, "CPU PSI some over the span, % (−1: the kernel has no CPU PSI)"},
+		{"cpu_span_ms", "CPUSpanMS", offSCPUSpanMS, "f32", 4, v15, PresentCPUBusy, "the span both were measured over, ms"},
 	}
 }
 
@@ -150,7 +154,7 @@ func presenceName(p Presence) string {
 		"ThermalStatus", "Temp", "Battery", "Charging", "TokPerSec",
 		"TokPerSecSmoothed", "AcceptRate", "CtxLen", "LayerLatency", "Tiers", "Current",
 		"SpecAccept", "SpecCost", "SpecKMax", "Manifest", "TokTarget", "CPUPSI", "CPULoad", "StepBaseline",
-		"Repack",
+		"Repack", "CPUBusy",
 	}
 	for i, n := range names {
 		if p == 1<<i {

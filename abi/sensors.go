@@ -14,7 +14,7 @@ var le = binary.LittleEndian
 type Presence uint64
 
 // Presence bits. Bits 0–21 are 1.0's, 22–24 1.1's, 25–26 1.2's, 27–29 1.3's,
-// 30 1.4's; bits 31–63 are free for later minors.
+// 30 1.4's, 31 1.5's; bits 32–63 are free for later minors.
 const (
 	PresentMemAvailable      Presence = 1 << 0
 	PresentMemThreshold      Presence = 1 << 1
@@ -55,6 +55,9 @@ const (
 
 	// 1.4: repacked weights.
 	PresentRepack Presence = 1 << 30 // RepackLayers, RepackLayersMax, RepackMB, RepackMBMax
+
+	// 1.5: CPU use over a span.
+	PresentCPUBusy Presence = 1 << 31 // CPUOtherBusy, CPUPSISomeRecent, CPUSpanMS
 )
 
 // Presence bits each minor added; a reader clears a minor's bits when the
@@ -64,6 +67,7 @@ const (
 	presence12 = PresentManifest | PresentTokTarget
 	presence13 = PresentCPUPSI | PresentCPULoad | PresentStepBaseline
 	presence14 = PresentRepack
+	presence15 = PresentCPUBusy
 )
 
 // Sensors is what the host tells a policy at each call: device readings,
@@ -201,6 +205,20 @@ type Sensors struct {
 	RepackMB int32 `json:"repack_mb"`
 	// RepackMBMax is RepackMB with every layer repacked, MiB.
 	RepackMBMax int32 `json:"repack_mb_max"`
+
+	// 1.5: CPU use over the last span of CPUSpanMS milliseconds, integrated
+	// rather than sampled (CPURunnable is one instant, and on kernels with
+	// EEVDF's delayed dequeue it counts tasks that are about to sleep).
+
+	// CPUOtherBusy is the CPU time other processes used on the CPUs this
+	// process may use, divided by the span: cores' worth (0 = the CPUs were
+	// this process's or idle; 1 = one core's worth went elsewhere).
+	CPUOtherBusy float32 `json:"cpu_other_busy"`
+	// CPUPSISomeRecent is CPU PSI "some" over the span, percent: the share
+	// of it in which at least one runnable task waited for a CPU.
+	CPUPSISomeRecent float32 `json:"cpu_psi_some_recent"`
+	// CPUSpanMS is the span both were measured over, milliseconds.
+	CPUSpanMS float32 `json:"cpu_span_ms"`
 }
 
 // Has reports whether all readings in p are present.
@@ -275,6 +293,12 @@ const (
 	offSRepackMB        = 1264
 	offSRepackMBMax     = 1268
 	// end = 1272 = SensorsSize14
+
+	// 1.5
+	offSCPUOtherBusy     = 1272
+	offSCPUPSISomeRecent = 1276
+	offSCPUSpanMS        = 1280
+	// end = 1284 = SensorsSize15
 )
 
 // EncodeSensors writes s into dst[:SensorsSize] (every field of this
@@ -347,6 +371,10 @@ func EncodeSensors(dst []byte, s *Sensors) error {
 	le.PutUint32(b[offSRepackLayersMax:], uint32(s.RepackLayersMax))
 	le.PutUint32(b[offSRepackMB:], uint32(s.RepackMB))
 	le.PutUint32(b[offSRepackMBMax:], uint32(s.RepackMBMax))
+	// 1.5
+	putF32(b[offSCPUOtherBusy:], s.CPUOtherBusy)
+	putF32(b[offSCPUPSISomeRecent:], s.CPUPSISomeRecent)
+	putF32(b[offSCPUSpanMS:], s.CPUSpanMS)
 	return nil
 }
 
@@ -361,13 +389,15 @@ func EncodeSensorsSize(dst []byte, s *Sensors, size int) error {
 	case SensorsSize:
 		return EncodeSensors(dst, s)
 	case SensorsSize10:
-		mask = presence11 | presence12 | presence13 | presence14
+		mask = presence11 | presence12 | presence13 | presence14 | presence15
 	case SensorsSize11:
-		mask = presence12 | presence13 | presence14
+		mask = presence12 | presence13 | presence14 | presence15
 	case SensorsSize12:
-		mask = presence13 | presence14
+		mask = presence13 | presence14 | presence15
 	case SensorsSize13:
-		mask = presence14
+		mask = presence14 | presence15
+	case SensorsSize14:
+		mask = presence15
 	default:
 		return &Error{Kind: ErrBadSize, Struct: "Sensors", Got: size, Want: SensorsSize}
 	}
@@ -473,6 +503,14 @@ func DecodeSensors(src []byte, s *Sensors) error {
 	} else {
 		s.RepackLayers, s.RepackLayersMax, s.RepackMB, s.RepackMBMax = 0, 0, 0, 0
 		s.Present &^= presence14
+	}
+	if n >= SensorsSize15 {
+		s.CPUOtherBusy = getF32(b[offSCPUOtherBusy:])
+		s.CPUPSISomeRecent = getF32(b[offSCPUPSISomeRecent:])
+		s.CPUSpanMS = getF32(b[offSCPUSpanMS:])
+	} else {
+		s.CPUOtherBusy, s.CPUPSISomeRecent, s.CPUSpanMS = 0, 0, 0
+		s.Present &^= presence15
 	}
 	return nil
 }

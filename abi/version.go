@@ -6,7 +6,7 @@ import "strconv"
 // differs; minors only append fields (see ABI.md, "Versioning").
 const (
 	VersionMajor = 1
-	VersionMinor = 4
+	VersionMinor = 5
 )
 
 // Version is an ABI version as exported by a guest and carried in every
@@ -39,11 +39,12 @@ const (
 	SensorsSize12  = 1236 // 1.2: the precision manifest, a throughput target
 	SensorsSize13  = 1256 // 1.3: CPU contention
 	SensorsSize14  = 1272 // 1.4: repacked weights
+	SensorsSize15  = 1284 // 1.5: CPU use over a span
 	DecisionSize10 = 736  // 1.0
 	DecisionSize11 = 760  // 1.1: draft p_min, draft threads, CPU masks (1.2, 1.3: unchanged)
-	DecisionSize14 = 768  // 1.4: repacked layers
+	DecisionSize14 = 768  // 1.4: repacked layers (1.5: unchanged)
 
-	SensorsSize  = SensorsSize14
+	SensorsSize  = SensorsSize15
 	DecisionSize = DecisionSize14
 )
 
@@ -82,6 +83,8 @@ func SensorsSizeFor(v Version) (int, error) {
 		return SensorsSize13, nil
 	case 4:
 		return SensorsSize14, nil
+	case 5:
+		return SensorsSize15, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Sensors", Got: int(v.Minor), Want: VersionMinor}
 }
@@ -96,7 +99,7 @@ func DecisionSizeFor(v Version) (int, error) {
 		return DecisionSize10, nil
 	case 1, 2, 3:
 		return DecisionSize11, nil
-	case 4:
+	case 4, 5:
 		return DecisionSize14, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Decision", Got: int(v.Minor), Want: VersionMinor}

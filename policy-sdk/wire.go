@@ -21,12 +21,12 @@ import (
 // the same sizes in the wire struct and the Go struct, shifted by a constant:
 //
 //	Sensors  wire [8, 121)    present … cur_kv_type         Go offset = wire − 8
-//	Sensors  wire [128, 1272) layer_latency_us … repack_mb_max   Go offset = wire − 12
+//	Sensors  wire [128, 1284) layer_latency_us … cpu_span_ms   Go offset = wire − 12
 //	Decision wire [8, 32)     tier … cadence_steps          Go offset = wire − 8
 //	Decision wire [96, 224)   layer_bits
 //	Decision wire [224, 764)  layer_window_scale … repack_layers   Go offset = wire − 16
 //
-// Every field that later minors appended (1.1–1.4) lies in the last span of
+// Every field that later minors appended (1.1–1.5) lies in the last span of
 // each struct, at naturally aligned offsets, so the spans stay contiguous.
 // The Decision's last span ends before 1.4's 4 reserved bytes [764, 768),
 // which the encoder writes as zero and the decoder ignores.
@@ -36,13 +36,13 @@ import (
 // equals abi's codec on random input. The compile-time checks below make a
 // guest build fail if the span ends move.
 
-// Wire offsets of the spans and single fields the codec touches (ABI 1.4).
+// Wire offsets of the spans and single fields the codec touches (ABI 1.5).
 const (
 	wsPrefix      = 8   // present
 	wsPrefixEnd   = 121 // end of cur_kv_type
 	wsLowMemory   = 44  // bool on the wire: any nonzero byte is true
 	wsCharging    = 47  // bool on the wire
-	wsArrays      = 128 // layer_latency_us, cur_layer_bits and the 1.1–1.4 fields up to SensorsSize
+	wsArrays      = 128 // layer_latency_us, cur_layer_bits and the 1.1–1.5 fields up to SensorsSize
 	wdScalars     = 8   // tier … cadence_steps, six i32
 	wdScalarsEnd  = 32
 	wdKVType      = 32
@@ -61,7 +61,7 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.Present)+wsPrefix-wsPrefix]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.CurKVType)+1+wsPrefix-wsPrefixEnd]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.LayerLatencyUS)+12-wsArrays]
-	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.RepackMBMax)+4+12-abi.SensorsSize]
+	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.CPUSpanMS)+4+12-abi.SensorsSize]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.LayerWindowScale)+16-wdWindowScale]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.RepackLayers)+4+16-wdScaleEnd]
 	_ = [1]struct{}{}[abi.DecisionSize-4-wdScaleEnd]

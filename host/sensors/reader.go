@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/edgellm/edgellm/internal/cputime"
 )
 
 // Source selects groups of sensors for WithSources.
@@ -71,8 +73,10 @@ func WithSmapsInterval(d time.Duration) Option { return func(c *config) { c.smap
 func WithCPULoadInterval(d time.Duration) Option { return func(c *config) { c.cpuEvery = d } }
 
 // DefaultCPULoadInterval is how often a Reader re-reads the CPU contention
-// files by default.
-const DefaultCPULoadInterval = 250 * time.Millisecond
+// files by default: at every reading of a Sampler at its DefaultInterval,
+// so that CPUBusy spans last about one interval (250 ms made them 400 ms
+// long, two intervals, and a hog that left was seen up to 800 ms later).
+const DefaultCPULoadInterval = 200 * time.Millisecond
 
 // WithThermalZoneTypes keeps only the thermal zones whose type is in types
 // (e.g. "skin-therm", "cpu-0-0-usr"); by default all zones are read.
@@ -133,10 +137,13 @@ type Reader struct {
 	cpuPSI  kfile
 	loadavg kfile
 	cpuset  kfile // the cgroup's cpuset.cpus.effective (v2)
+	stat    kfile // /proc/stat, for CPUBusy
+	selfCPU kfile // /proc/PID/stat of a WithPID process (else getrusage)
 
+	cpuBase   cpuSample // the start of the current CPUBusy span
 	lastSmaps Smaps     // for WithSmapsInterval
 	smapsDue  time.Time // when smaps_rollup is next read
-	lastCPU   Snapshot  // CPUPSI, Runnable, Allowed, for WithCPULoadInterval
+	lastCPU   Snapshot  // CPUPSI, Runnable, Allowed, CPUBusy, for WithCPULoadInterval
 	cpuDue    time.Time // when the CPU contention files are next read
 }
 
@@ -184,6 +191,10 @@ func NewReader(opts ...Option) (*Reader, error) {
 	if cfg.sources&SourceCPULoad != 0 {
 		r.cpuPSI = openKFile(path(cpuPSIPath))
 		r.loadavg = openKFile(path("proc/loadavg"))
+		r.stat = openKFile(path("proc/stat"))
+		if cfg.pid > 0 {
+			r.selfCPU = openKFile(filepath.Join(proc, "stat"))
+		}
 		if r.cgroup.version == 2 {
 			r.cpuset = openKFile(filepath.Join(r.cgroup.dir, "cpuset.cpus.effective"))
 		}
@@ -202,6 +213,8 @@ func (r *Reader) Close() error {
 	r.power.close()
 	r.cpufreq.close()
 	r.cpuPSI.close()
+	r.stat.close()
+	r.selfCPU.close()
 	r.loadavg.close()
 	r.cpuset.close()
 	return nil
@@ -246,21 +259,17 @@ func (r *Reader) Read(s *Snapshot) {
 // whatever WithCPULoadInterval says (Sampler.Invalidate).
 func (r *Reader) invalidateCPULoad() { r.cpuDue = time.Time{} }
 
-// readCPULoad reads CPU contention: pressure, the run queue and the CPUs
-// this process may use.
+// readCPULoad reads CPU contention: pressure, the run queue, the CPUs
+// this process may use and CPU use over the last span.
 func (r *Reader) readCPULoad(buf []byte, s *Snapshot) {
-	s.CPUPSI, s.Runnable, s.Allowed = PSI{}, Runnable{}, CPUAllowed{}
+	s.CPUPSI, s.Runnable, s.Allowed, s.CPUBusy = PSI{}, Runnable{}, CPUAllowed{}, CPUBusy{}
 	if r.cfg.sources&SourceCPULoad == 0 {
 		return
 	}
 	if r.cfg.cpuEvery > 0 && s.Time.Before(r.cpuDue) {
-		s.CPUPSI, s.Runnable, s.Allowed = r.lastCPU.CPUPSI, r.lastCPU.Runnable, r.lastCPU.Allowed
+		s.CPUPSI, s.Runnable, s.Allowed, s.CPUBusy = r.lastCPU.CPUPSI, r.lastCPU.Runnable, r.lastCPU.Allowed, r.lastCPU.CPUBusy
 		return
 	}
-	defer func() {
-		r.lastCPU.CPUPSI, r.lastCPU.Runnable, r.lastCPU.Allowed = s.CPUPSI, s.Runnable, s.Allowed
-		r.cpuDue = s.Time.Add(r.cfg.cpuEvery)
-	}()
 	if b, ok := r.cpuPSI.read(buf); ok {
 		parsePSI(b, &s.CPUPSI)
 	}
@@ -272,6 +281,43 @@ func (r *Reader) readCPULoad(buf []byte, s *Snapshot) {
 		cs = nil
 	}
 	readCPUAllowed(cs, &s.Allowed)
+	r.readCPUBusy(buf, s)
+	r.lastCPU.CPUPSI, r.lastCPU.Runnable, r.lastCPU.Allowed, r.lastCPU.CPUBusy = s.CPUPSI, s.Runnable, s.Allowed, s.CPUBusy
+	r.cpuDue = s.Time.Add(r.cfg.cpuEvery)
+}
+
+// readCPUBusy ends the CPUBusy span at s.Time when it has lasted MinCPUSpan
+// and starts the next; a sooner reading repeats the last span's values.
+func (r *Reader) readCPUBusy(buf []byte, s *Snapshot) {
+	cur := cpuSample{t: s.Time, mask: s.Allowed.Mask}
+	if b, ok := r.stat.read(buf); ok && s.Allowed.Present {
+		cur.busy, cur.ok = parseProcStat(b, cur.mask)
+	}
+	if r.cfg.pid > 0 {
+		b, ok := r.selfCPU.read(buf)
+		var ticks uint64
+		if ok {
+			ticks, ok = parsePIDStatCPU(b)
+		}
+		cur.ok = cur.ok && ok
+		cur.self = time.Duration(ticks) * time.Second / userHZ
+	} else {
+		cur.self = cputime.Process()
+	}
+	if s.CPUPSI.Present && s.CPUPSI.Some.Present {
+		cur.psi, cur.psiOK = s.CPUPSI.Some.TotalUS, true
+	}
+	if !cur.ok {
+		r.cpuBase = cpuSample{}
+		return
+	}
+	if r.cpuBase.ok && cur.t.Sub(r.cpuBase.t) < MinCPUSpan {
+		s.CPUBusy = r.cpuBase.result
+		return
+	}
+	cur.result, _ = cpuBusySpan(&r.cpuBase, &cur)
+	r.cpuBase = cur
+	s.CPUBusy = cur.result
 }
 
 // Describe lists what the Reader found, one line per sensor group, for logs
@@ -296,5 +342,6 @@ func (r *Reader) Describe() []string {
 		fmt.Sprintf("thermal zones: %d", len(r.thermal.zones)),
 		fmt.Sprintf("power supplies: %d", len(r.power.supplies)),
 		fmt.Sprintf("cpufreq cores: %d", len(r.cpufreq.cur)),
+		"cpu busy (/proc/stat): " + yes(r.stat),
 	}
 }

@@ -76,7 +76,7 @@ func (s *Sampler) Snapshot() *Snapshot {
 // interval: for a caller that knows the readings have just changed (the
 // scenario runner's token gate, after it applied memory pressure or started
 // a CPU hog). The Reader's own cache of the CPU contention files
-// (WithCPULoadInterval, 250 ms by default) is dropped too: before, a hog
+// (WithCPULoadInterval, 200 ms by default) is dropped too: before, a hog
 // started at the gate reached cpu_runnable only up to 250 ms later, longer
 // than a phase of the CPU contention scenario on a quiet machine.
 func (s *Sampler) Invalidate() {

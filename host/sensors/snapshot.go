@@ -24,6 +24,7 @@ type Snapshot struct {
 	CPUPSI   PSI        // /proc/pressure/cpu
 	Runnable Runnable   // /proc/loadavg running/total
 	Allowed  CPUAllowed // affinity ∩ cgroup cpuset
+	CPUBusy  CPUBusy    // /proc/stat and CPU PSI over the last span
 }
 
 // Fill writes the file-based readings of s into dst and sets their presence
@@ -101,14 +102,19 @@ func (s *Snapshot) Fill(dst *abi.Sensors) {
 	s.fillCPULoad(dst)
 }
 
-// fillCPULoad writes the CPU contention readings (ABI 1.3):
+// fillCPULoad writes the CPU contention readings (ABI 1.3 and 1.5):
 //
 //	cpu_psi_some_avg10  /proc/pressure/cpu some avg10
 //	cpu_runnable        /proc/loadavg runnable tasks (the machine's, this process's included)
 //	cpu_allowed         CPUs in sched_getaffinity ∩ the cgroup's cpuset.cpus.effective
+//	cpu_other_busy      over the last span (≥ MinCPUSpan): /proc/stat busy time of the
+//	                    allowed CPUs minus this process's CPU time, ÷ the span (cores)
+//	cpu_psi_some_recent /proc/pressure/cpu some total over the span ÷ the span (%)
+//	cpu_span_ms         the span
 //
 // cpu_runnable and cpu_allowed share one presence bit: both are needed to
-// compare the run queue with the CPUs available.
+// compare the run queue with the CPUs available. The 1.5 readings share
+// bit 31; without CPU PSI, cpu_psi_some_recent is -1.
 func (s *Snapshot) fillCPULoad(dst *abi.Sensors) {
 	if s.CPUPSI.Present && s.CPUPSI.Some.Present {
 		dst.CPUPSISomeAvg10 = float32(s.CPUPSI.Some.Avg10)
@@ -118,6 +124,15 @@ func (s *Snapshot) fillCPULoad(dst *abi.Sensors) {
 		dst.CPURunnable = float32(s.Runnable.Running)
 		dst.CPUAllowed = int32(s.Allowed.N)
 		dst.Present |= abi.PresentCPULoad
+	}
+	if c := s.CPUBusy; c.Present {
+		dst.CPUOtherBusy = float32(c.OtherBusy)
+		dst.CPUPSISomeRecent = -1
+		if c.PSIPresent {
+			dst.CPUPSISomeRecent = float32(c.PSISomeRecent)
+		}
+		dst.CPUSpanMS = float32(c.Span.Seconds() * 1000)
+		dst.Present |= abi.PresentCPUBusy
 	}
 }
 

@@ -27,11 +27,21 @@ import "github.com/edgellm/edgellm/abi"
 //     up to RaiseBackoffMax; a raise that holds for RaiseTrialSteps clears
 //     the backoff.
 //
-// Other runnable tasks are the machine's run queue (cpu_runnable) minus the
-// policy's own calling thread (the decode threads sleep between steps),
-// taken at once when it rises and smoothed over calls when it falls; free
-// CPUs are cpu_allowed minus those. While it can choose among several CPUs
-// the policy asks to be called every ThreadCadence steps.
+// Other load, from a 1.5 host, is cpu_other_busy: the cores' worth of CPU
+// time other processes used on this process's CPUs over the last span
+// (≥ 200 ms), integrated, so a task that runs now and then counts by what it
+// uses. Free CPUs are cpu_allowed minus that; a lower wants more than
+// BusyMargin of a core missing for the current threads, a raise a whole
+// core free for one more less BusyMargin; CPU PSI some over the same span
+// (cpu_psi_some_recent ≥ PSIRecentContended) confirms instead of avg10.
+// From a 1.3/1.4 host, other load is the machine's run queue (cpu_runnable)
+// minus the policy's own calling thread (the decode threads sleep between
+// steps), taken at once when it rises and smoothed over calls when it falls.
+// That count is one instant, and on kernels with EEVDF's delayed dequeue
+// (6.12+) it includes tasks about to sleep: an idle 2-core machine read 1-2
+// other runnable tasks most of the time, so with a noisy step time the
+// policy lowered threads on a quiet machine. While it can choose among
+// several CPUs the policy asks to be called every ThreadCadence steps.
 const (
 	// ThreadHoldSteps is the minimum number of decode steps between two
 	// thread changes.
@@ -46,6 +56,15 @@ const (
 	CollapseRatio = 2.0
 	// othersAlpha smooths the run-queue reading across calls as it falls.
 	othersAlpha = 0.5
+	// BusyMargin is the share of a core (cpu_other_busy) that a lower must
+	// exceed and a raise may leave in use: /proc/stat's resolution over a
+	// 200 ms span is ±0.05 cores per CPU, and a quiet 2-core machine read
+	// ≤ 0.12 cores of other load.
+	BusyMargin = 0.25
+	// PSIRecentContended is the CPU PSI some over the last span (%) that
+	// confirms contention: a quiet 2-core machine decoding at 2 threads
+	// read 5-14%, one busy process beside them 44-48%, one per CPU 92-99%.
+	PSIRecentContended = 20
 	// ThreadCadence is the longest call cadence (steps) the policy accepts
 	// while it can choose among several CPUs: a hog that arrives or leaves
 	// is seen within a few steps. The host's default is every step, which
@@ -90,7 +109,13 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 	}
 	cur := s.CurThreads
 	load := s.Has(abi.PresentCPULoad) && s.CPUAllowed > 0
-	if load {
+	busy := load && s.Has(abi.PresentCPUBusy)
+	if busy {
+		ts.others, ts.seen = max(0, s.CPUOtherBusy), true
+		if s.CPUAllowed > 1 && (d.CadenceSteps <= 0 || d.CadenceSteps > ThreadCadence) {
+			d.CadenceSteps = ThreadCadence
+		}
+	} else if load {
 		// A new task counts at once (the lower rule still wants it
 		// confirmed); a task gone fades over calls.
 		o := max(0, s.CPURunnable-1)
@@ -120,6 +145,15 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 		ts.psiLast, ts.psiSeen = v, true
 	}
 	pressed := psi && s.CPUPSISomeAvg10 >= PSIContended && !ts.psiFalling
+	if busy && s.CPUPSISomeRecent >= 0 {
+		psi, pressed = true, s.CPUPSISomeRecent >= PSIRecentContended
+	}
+	// margin: how far free CPUs must fall short of the threads to lower,
+	// and how close to a whole free core a raise may be.
+	margin := float32(0.5)
+	if busy {
+		margin = BusyMargin
+	}
 	if ts.raised && s.Step-ts.raisedAt > RaiseTrialSteps {
 		ts.raised, ts.backoff = false, 0 // the raise held
 	}
@@ -134,8 +168,8 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 	if cur > 1 {
 		target := int32(0)
 		switch {
-		case load && free < float32(cur)-0.5 && (slow || pressed || (!psi && !ratio)):
-			target = max(1, min(cur-1, int32(free+0.5)))
+		case load && free < float32(cur)-margin && (slow || pressed || (!psi && !ratio)):
+			target = max(1, min(cur-1, int32(free+margin)))
 		case ratio && s.StepTimeRatio >= CollapseRatio:
 			target = cur - 1
 		}
@@ -151,7 +185,7 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 		ts.calm = 0
 		return
 	}
-	if free < float32(cur)+0.5 || s.Step < ts.raiseBefore {
+	if free < float32(cur)+1-margin || s.Step < ts.raiseBefore {
 		ts.calm = 0
 		return
 	}

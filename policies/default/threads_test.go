@@ -34,6 +34,29 @@ func cpuSteps(phases []cpuPhase) []abi.Sensors {
 	return steps
 }
 
+// busyPhase is n steps of ABI 1.5 readings on a 2-CPU machine (SIMULATED):
+// other processes' CPU over the span in cores, CPU PSI some over it (%).
+type busyPhase struct {
+	n             int
+	other, recent float32
+}
+
+// busySteps expands phases into step sensors; the run queue holds the
+// caller plus one task per whole core of other load.
+func busySteps(phases []busyPhase) []abi.Sensors {
+	var steps []abi.Sensors
+	for _, p := range phases {
+		for range p.n {
+			steps = append(steps, abi.Sensors{
+				Present:         abi.PresentCPUPSI | abi.PresentCPULoad | abi.PresentCPUBusy,
+				CPUPSISomeAvg10: p.recent, CPURunnable: 1 + float32(int(p.other+0.5)), CPUAllowed: 2,
+				CPUOtherBusy: p.other, CPUPSISomeRecent: p.recent, CPUSpanMS: 250,
+			})
+		}
+	}
+	return steps
+}
+
 // threadStart is the engine at 2 threads.
 func threadStart() abi.Decision { d := start(); d.Threads = 2; return d }
 
@@ -70,7 +93,72 @@ func threadCases() []policytest.Case {
 		}
 		decay = append(decay, st)
 	}
+	// ABI 1.5 readings: other load integrated over a span, on a kernel
+	// whose run queue reads 1-2 tasks too many (delayed dequeue) and with
+	// a step time that is slow at every other call (noise).
+	span := func(ph []busyPhase) []abi.Sensors {
+		st := busySteps(ph)
+		for i := range st {
+			st[i].CPURunnable += 2
+			st[i].Present |= abi.PresentStepBaseline
+			st[i].StepTimeRatio = 1 + 0.5*float32(i%2)
+		}
+		return st
+	}
+	bQuiet := busyPhase{n: 40, other: 0.05, recent: 8}
+	bOneHog := busyPhase{n: 80, other: 0.9, recent: 46}
+	bTwoHogs := busyPhase{n: 80, other: 1.2, recent: 95}
 	return []policytest.Case{
+		{
+			Name: "1.5: cpu hogs come and go, the run queue inflated, the step time noisy", Base: engine(), Start: threadStart(),
+			Steps: span([]busyPhase{bQuiet, bOneHog, bQuiet, bTwoHogs, bQuiet}),
+			After: func(t *testing.T, steps []policytest.Step) {
+				// As "cpu hogs come and go": lowered at the hogs' first
+				// span, raised after the calm spans and the hold.
+				want := []struct {
+					from, to int
+					threads  int32
+				}{{0, 39, 2}, {40, 119, 1}, {120 + ThreadCalmCalls + 2, 159, 2}, {160, 239, 1}, {240 + ThreadCalmCalls + ThreadHoldSteps, 279, 2}}
+				for _, w := range want {
+					for k := w.from; k <= w.to; k++ {
+						if got := steps[k].Decision.Threads; got != w.threads {
+							t.Fatalf("step %d: %d threads, want %d over steps %d-%d", k, got, w.threads, w.from, w.to)
+						}
+					}
+				}
+			},
+		},
+		{
+			Name: "1.5: quiet machine, the run queue inflated, the step time noisy: kept at 2", Base: engine(), Start: threadStart(),
+			Steps: span([]busyPhase{{n: 300, other: 0.12, recent: 13}}),
+			After: func(t *testing.T, steps []policytest.Step) {
+				for k, st := range steps {
+					if st.Decision.Threads != 2 {
+						t.Fatalf("step %d: lowered to %d on a quiet machine (other %.2f cores, PSI %.0f%%, run queue %.0f)",
+							k, st.Decision.Threads, st.Sensors.CPUOtherBusy, st.Sensors.CPUPSISomeRecent, st.Sensors.CPURunnable)
+					}
+				}
+			},
+		},
+		{
+			Name: "1.3 host, the same quiet machine: the run queue lowers (the defect 1.5 fixes)", Base: engine(), Start: threadStart(),
+			Steps: func() []abi.Sensors {
+				st := span([]busyPhase{{n: 300, other: 0.12, recent: 13}})
+				for i := range st {
+					st[i].Present &^= abi.PresentCPUBusy
+					st[i].CPUOtherBusy, st[i].CPUPSISomeRecent, st[i].CPUSpanMS = 0, 0, 0
+				}
+				return st
+			}(),
+			After: func(t *testing.T, steps []policytest.Step) {
+				for _, st := range steps {
+					if st.Decision.Threads == 1 {
+						return
+					}
+				}
+				t.Fatal("never lowered: the 1.3 path no longer trusts the run queue; update this case and the policy's comment")
+			},
+		},
 		{
 			Name: "hogs gone, PSI decaying, a transient task: raised and kept", Base: engine(),
 			Start: func() abi.Decision { d := start(); d.Threads = 1; return d }(), Steps: decay,

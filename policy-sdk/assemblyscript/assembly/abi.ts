@@ -2,7 +2,7 @@
 // Source: abi/layout.go and abi/enums.go (the tables of abi/ABI.md).
 
 export const ABI_MAJOR: i32 = 1;
-export const ABI_MINOR: i32 = 4;
+export const ABI_MINOR: i32 = 5;
 
 // Sensors (host -> guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -116,6 +116,12 @@ export const S_REPACK_LAYERS_MAX: i32 = 1260;
 export const S_REPACK_MB: i32 = 1264;
 /** i32 repack_mb_max, since 1.4: the same with every layer repacked, MiB */
 export const S_REPACK_MB_MAX: i32 = 1268;
+/** f32 cpu_other_busy, since 1.5: CPU time of other processes on the CPUs this process may use ÷ the span, cores */
+export const S_CPU_OTHER_BUSY: i32 = 1272;
+/** f32 cpu_psi_some_recent, since 1.5: CPU PSI some over the span, % (−1: the kernel has no CPU PSI) */
+export const S_CPU_PSI_SOME_RECENT: i32 = 1276;
+/** f32 cpu_span_ms, since 1.5: the span both were measured over, ms */
+export const S_CPU_SPAN_MS: i32 = 1280;
 
 // Decision (pre-filled by the host, changed by the guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -163,7 +169,7 @@ export const D_VERIFY_CPU_MASK: i32 = 752;
 export const D_REPACK_LAYERS: i32 = 760;
 
 // Sizes of the structs this SDK's minor writes and reads.
-export const SENSORS_SIZE: i32 = 1272;
+export const SENSORS_SIZE: i32 = 1284;
 export const DECISION_SIZE: i32 = 768;
 // Sizes by minor (each a prefix of the next); 1.0's is the smallest a 1.x reader accepts.
 export const SENSORS_SIZE_1_0: i32 = 768;
@@ -176,6 +182,8 @@ export const SENSORS_SIZE_1_3: i32 = 1256;
 export const DECISION_SIZE_1_3: i32 = 760;
 export const SENSORS_SIZE_1_4: i32 = 1272;
 export const DECISION_SIZE_1_4: i32 = 768;
+export const SENSORS_SIZE_1_5: i32 = 1284;
+export const DECISION_SIZE_1_5: i32 = 768;
 
 // Presence bits of Sensors.present, one per reading that has one.
 export const P_MEM_AVAILABLE_MB: u64 = 0x1;
@@ -209,6 +217,7 @@ export const P_CPU_PSI_SOME_AVG10: u64 = 0x8000000;
 export const P_CPU_RUNNABLE: u64 = 0x10000000;
 export const P_STEP_TIME_RATIO: u64 = 0x20000000;
 export const P_REPACK_LAYERS: u64 = 0x40000000;
+export const P_CPU_OTHER_BUSY: u64 = 0x80000000;
 
 // Thermal status (Sensors.thermal_status).
 export const THERMAL_NONE: u8 = 0;
