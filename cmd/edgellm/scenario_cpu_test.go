@@ -43,9 +43,13 @@ type cpuPhaseWant struct {
 //     (host.JumpRatio) and the run queue shows the hog.
 //
 // What holds only where the rest of the machine leaves the CPUs to this run
-// (the runner's median count of other runnable tasks is 0 in the phase, in
-// all three runs, or in default's and static-t2's for the CPU check),
-// asserted then and logged otherwise:
+// (quietPhase: other processes used at most quietCores of the allowed CPUs
+// during the phase, error bound included, in all three runs, or in
+// default's and static-t2's for the CPU check), asserted then and logged
+// otherwise. (Until session 10 the criterion was the runner's median count
+// of other runnable tasks from /proc/loadavg; on this machine's 6.18 kernel
+// that count reads 1-2 phantom tasks while the CPUs are idle, so the
+// criterion never held and nothing below was asserted.)
 //   - in both hog phases default's CPU time per token is at most
 //     static-t2's (+ the /proc/PID/stat resolution: 2 ticks per reading,
 //     both ends of both phases): the same arithmetic without a partner
@@ -117,10 +121,10 @@ func TestScenarioCPU(t *testing.T) {
 	for i := range want {
 		d, a, b := def[i], s1[i], s2[i]
 		best := max(a.TPS, b.TPS)
-		quiet := a.OthersMedian == 0 && b.OthersMedian == 0 && d.OthersMedian == 0
-		t.Logf("tokens %d–%d, %d hog threads: default %.1f tok/s (threads %d–%d, last %d, %.2f ms CPU/token), static-t1 %.1f (%.2f ms), static-t2 %.1f (%.2f ms); default ÷ better static %.2f; other runnable (median) %.0f/%.0f/%.0f",
+		quiet := quietPhase(a) && quietPhase(b) && quietPhase(d)
+		t.Logf("tokens %d–%d, %d hog threads: default %.1f tok/s (threads %d–%d, last %d, %.2f ms CPU/token), static-t1 %.1f (%.2f ms), static-t2 %.1f (%.2f ms); default ÷ better static %.2f; other load %.2f/%.2f/%.2f cores (±%.2f/%.2f/%.2f), quiet %v",
 			d.From, d.To, d.HogThreads, d.TPS, d.ThreadsMin, d.ThreadsMax, d.ThreadsLast, d.CPUPerTokenMs, a.TPS, a.CPUPerTokenMs, b.TPS, b.CPUPerTokenMs,
-			d.TPS/best, d.OthersMedian, a.OthersMedian, b.OthersMedian)
+			d.TPS/best, d.OtherBusy, a.OtherBusy, b.OtherBusy, d.OtherBusyRes, a.OtherBusyRes, b.OtherBusyRes, quiet)
 		if d.HogThreads > 0 {
 			if d.ThreadsLast != 1 {
 				t.Errorf("default: %d threads at the end of phase %d–%d (%d hog threads), want 1", d.ThreadsLast, d.From, d.To, d.HogThreads)
@@ -133,7 +137,7 @@ func TestScenarioCPU(t *testing.T) {
 			// phase of a luckier static-t2 run (seen in a full-suite run:
 			// 9.4 against 5.0 ms per token with 3-4 other runnable tasks).
 			margin := 2 * 2 * 1000 / userHZ() / float64(d.To-d.From)
-			if d.OthersMedian == 0 && b.OthersMedian == 0 && d.CPUPerTokenMs > b.CPUPerTokenMs+margin {
+			if quietPhase(d) && quietPhase(b) && d.CPUPerTokenMs > b.CPUPerTokenMs+margin {
 				t.Errorf("phase %d–%d on a machine otherwise free: default used %.3f ms CPU per token, static-t2 %.3f (+%.3f resolution)", d.From, d.To, d.CPUPerTokenMs, b.CPUPerTokenMs, margin)
 			}
 		}
@@ -153,13 +157,24 @@ func TestScenarioCPU(t *testing.T) {
 	da := def[len(def)-1]
 	wall := time.Duration(float64(da.To-da.From) / da.TPS * float64(time.Second))
 	switch {
-	case da.OthersMedian != 0:
-		t.Logf("other load after the hogs (median other runnable %.0f): the raise back to 2 threads not asserted (threads at the end: %d)", da.OthersMedian, da.ThreadsLast)
+	case !quietPhase(da):
+		t.Logf("other load after the hogs (%.2f ±%.2f cores): the raise back to 2 threads not asserted (threads at the end: %d)", da.OtherBusy, da.OtherBusyRes, da.ThreadsLast)
 	case wall < minRaiseWall:
 		t.Logf("the phase after the hogs took %v (< %v: fewer than four policy calls): the raise back to 2 threads not asserted (threads at the end: %d)", wall.Round(time.Millisecond), minRaiseWall, da.ThreadsLast)
 	case da.ThreadsMax != 2:
 		t.Errorf("default: at most %d threads in the %v after the hogs left a free machine, want 2 again", da.ThreadsMax, wall.Round(time.Millisecond))
 	}
+}
+
+// quietCores is the most CPU other processes may have used during a phase,
+// in cores, for it to count as quiet: the bound includes the reading's
+// error (ph.OtherBusyRes), so a phase too short to resolve it is not quiet.
+const quietCores = 0.15
+
+// quietPhase reports whether other processes left the CPUs to this run
+// during ph.
+func quietPhase(ph scenario.CPUPhase) bool {
+	return ph.OtherBusy >= 0 && ph.OtherBusyRes > 0 && ph.OtherBusy+ph.OtherBusyRes <= quietCores
 }
 
 // minRaiseWall is the phase length that leaves room for four policy calls

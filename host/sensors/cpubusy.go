@@ -1,6 +1,7 @@
 package sensors
 
 import (
+	"os"
 	"time"
 )
 
@@ -160,3 +161,19 @@ func parsePIDStatCPU(b []byte) (uint64, bool) {
 	}
 	return uint64(u + st), true
 }
+
+// ProcStatBusy is the busy time (user, nice, system, irq, softirq, steal)
+// of the CPUs in mask so far, from /proc/stat, in 1/USER_HZ steps: for a
+// caller outside a Reader, such as the scenario runner, that measures other
+// load between two points of its own. It allocates.
+func ProcStatBusy(mask [2]uint64) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	busy, ok := parseProcStat(b, mask)
+	return time.Duration(busy) * time.Second / userHZ, ok
+}
+
+// ProcStatTick is the resolution of ProcStatBusy per CPU.
+const ProcStatTick = time.Second / userHZ

@@ -50,6 +50,17 @@ type CPUPhase struct {
 	// HogCPUMs is the CPU time the hogs used during the phase: proof they
 	// competed.
 	HogCPUMs float64 `json:"hog_cpu_ms"`
+	// OtherBusy is the CPU time other processes used on the allowed CPUs
+	// during the phase, in cores: their busy time in /proc/stat less the
+	// engine's, the hogs' and the runner's, over the phase's wall time,
+	// both ends read at the token gate; -1 when an end is not gated.
+	// OtherBusyRes bounds its error: /proc/stat's tick per CPU and the
+	// engine's /proc/PID/stat tick, over the wall time. Unlike
+	// OthersMedian it counts what other tasks used, not how many were
+	// queued at a few instants (on kernels with delayed dequeue, 6.12+,
+	// the run queue holds tasks that are about to sleep).
+	OtherBusy    float64 `json:"other_busy"`
+	OtherBusyRes float64 `json:"other_busy_res"`
 }
 
 // validate checks the cpu section against n tokens.
@@ -101,7 +112,7 @@ func writeCPUPhases(w io.Writer, r *Report) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "policy\ttokens\thog threads\ttok/s\t÷ best other\tthreads min/max/last\tCPU ms/token\tcores busy\thog CPU ms\tother runnable (median)")
+	fmt.Fprintln(tw, "policy\ttokens\thog threads\ttok/s\t÷ best other\tthreads min/max/last\tCPU ms/token\tcores busy\thog CPU ms\tother cores (±res)\tother runnable (median)")
 	for pi, p := range r.Policies {
 		for i, ph := range p.CPUPhases {
 			cpu, busy := "-", "-"
@@ -119,8 +130,12 @@ func writeCPUPhases(w io.Writer, r *Report) {
 			if best > 0 {
 				ratio = fmt.Sprintf("%.3f", ph.TPS/best)
 			}
-			fmt.Fprintf(tw, "%s\t%d–%d\t%d\t%.1f\t%s\t%d/%d/%d\t%s\t%s\t%.0f\t%.0f\n", p.Name, ph.From, ph.To, ph.HogThreads, ph.TPS, ratio,
-				ph.ThreadsMin, ph.ThreadsMax, ph.ThreadsLast, cpu, busy, ph.HogCPUMs, ph.OthersMedian)
+			other := "-"
+			if ph.OtherBusy >= 0 && ph.OtherBusyRes > 0 {
+				other = fmt.Sprintf("%.2f ±%.2f", ph.OtherBusy, ph.OtherBusyRes)
+			}
+			fmt.Fprintf(tw, "%s\t%d–%d\t%d\t%.1f\t%s\t%d/%d/%d\t%s\t%s\t%.0f\t%s\t%.0f\n", p.Name, ph.From, ph.To, ph.HogThreads, ph.TPS, ratio,
+				ph.ThreadsMin, ph.ThreadsMax, ph.ThreadsLast, cpu, busy, ph.HogCPUMs, other, ph.OthersMedian)
 		}
 	}
 	tw.Flush()

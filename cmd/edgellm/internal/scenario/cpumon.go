@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
+	"github.com/edgellm/edgellm/host/sensors"
+	"github.com/edgellm/edgellm/internal/cputime"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,7 +37,11 @@ type cpuMon struct {
 	// engine's CPU time, the hogs' total CPU time, the time.
 	gateCPU, gateHogCPU map[int]time.Duration
 	gateT               map[int]time.Time
-	samples             []othersSample
+	// At each gate too: the allowed CPUs' busy time (/proc/stat) and the
+	// runner's own CPU time, for the other load between gates.
+	gateBusy, gateSelf map[int]time.Duration
+	mask               [2]uint64 // cpus as a mask (CPUs 0-127)
+	samples            []othersSample
 }
 
 type othersSample struct{ tokens, others int }
@@ -47,10 +53,14 @@ func newCPUMon(c *CPU) (*cpuMon, error) {
 	}
 	m := &cpuMon{hogs: make([]*pressure.CPUHog, len(c.Hogs)), stopped: make([]bool, len(c.Hogs)),
 		hogCPU: make([]time.Duration, len(c.Hogs)), gateCPU: map[int]time.Duration{},
-		gateHogCPU: map[int]time.Duration{}, gateT: map[int]time.Time{}}
+		gateHogCPU: map[int]time.Duration{}, gateT: map[int]time.Time{},
+		gateBusy: map[int]time.Duration{}, gateSelf: map[int]time.Duration{}}
 	for i := 0; i < 1024; i++ {
 		if set.IsSet(i) {
 			m.cpus = append(m.cpus, i)
+			if i < 128 {
+				m.mask[i/64] |= 1 << (i % 64)
+			}
 		}
 	}
 	if len(m.cpus) == 0 {
@@ -132,6 +142,9 @@ func (m *monitor) cpuAtGate(at int) {
 		}
 	}
 	cm.gateHogCPU[at], cm.gateT[at] = hogs, time.Now()
+	if b, ok := sensors.ProcStatBusy(cm.mask); ok && len(cm.cpus) <= 128 {
+		cm.gateBusy[at], cm.gateSelf[at] = b, cputime.Process()
+	}
 }
 
 // stopCPUHogs stops the hogs still running.
@@ -205,6 +218,21 @@ func (r *runner) cpuPhases(res *PolicyResult, m *monitor) {
 		h1, ok1 := cm.gateHogCPU[to]
 		if ok0 && ok1 {
 			ph.HogCPUMs = float64((h1 - h0).Microseconds()) / 1000
+		}
+		ph.OtherBusy, ph.OtherBusyRes = -1, 0
+		b0, okb0 := cm.gateBusy[from]
+		b1, okb1 := cm.gateBusy[to]
+		e0, oke0 := cm.gateCPU[from]
+		e1, oke1 := cm.gateCPU[to]
+		if wall := cm.gateT[to].Sub(cm.gateT[from]); okb0 && okb1 && oke0 && oke1 && ok0 && ok1 && wall > 0 && from > 0 {
+			// The allowed CPUs' busy time less the engine's, the hogs' and
+			// the runner's: other processes' CPU over the phase. /proc/stat
+			// is off by < 1 tick per CPU, the engine's /proc/PID/stat by
+			// < 1 tick; the hogs (schedstat) and the runner (getrusage)
+			// are exact.
+			other := (b1 - b0) - (e1 - e0) - (h1 - h0) - (cm.gateSelf[to] - cm.gateSelf[from])
+			ph.OtherBusy = max(0, other.Seconds()/wall.Seconds())
+			ph.OtherBusyRes = float64(len(cm.cpus)+1) * sensors.ProcStatTick.Seconds() / wall.Seconds()
 		}
 		var others []int
 		for _, s := range cm.samples {
