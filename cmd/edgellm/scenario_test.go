@@ -528,7 +528,7 @@ func assertQuotaBit(t *testing.T, p *scenario.PolicyResult) {
 }
 
 // Every scenario file in testdata/scenarios parses and validates, also the
-// ones no test runs (cpu-contention-long.yaml is for make bench).
+// ones no test runs (cpu-contention.yaml, the short demo of make scenario-cpu).
 func TestScenarioFilesParse(t *testing.T) {
 	files, err := filepath.Glob("../../testdata/scenarios/*.yaml")
 	if err != nil || len(files) == 0 {

@@ -65,6 +65,20 @@ const (
 	// confirms contention: a quiet 2-core machine decoding at 2 threads
 	// read 5-14%, one busy process beside them 44-48%, one per CPU 92-99%.
 	PSIRecentContended = 20
+	// PSISaturated is the CPU PSI some over the span (%) that, with other
+	// load on every CPU, says each CPU has another busy task: then a decode
+	// thread per CPU takes its fair share of each, and since the barrier
+	// wait is bounded (session 9) a partner waiting for its core sleeps
+	// instead of spinning. Two threads beside one busy process per CPU
+	// decoded 40.3 tok/s against one thread's 32.5 (cpu-contention-long);
+	// at two threads PSI read 92-99% there and 44-48% beside one busy
+	// process (which two threads should leave).
+	PSISaturated = 80
+	// PSISaturatedExit is where a saturated reading at one thread per CPU
+	// ends: between the two cases' readings, so that one span that dips
+	// below PSISaturated does not lower the threads (seen: a lower 32 steps
+	// after every raise under one hog per CPU).
+	PSISaturatedExit = 60
 	// ThreadCadence is the longest call cadence (steps) the policy accepts
 	// while it can choose among several CPUs: a hog that arrives or leaves
 	// is seen within a few steps. The host's default is every step, which
@@ -94,6 +108,8 @@ type threadState struct {
 	psiSeen    bool    // psiLast holds a reading
 	psiFalling bool    // the last change of it was down, or none seen yet
 
+	satCalls    int     // consecutive calls that saw every CPU taken
+	saturated   bool    // the last call saw every CPU taken
 	raised      bool    // a raise is on trial (RaiseTrialSteps)
 	raisedAt    uint64  // its step
 	raisedTPS   float32 // smoothed tok/s before it (0: not read)
@@ -157,12 +173,45 @@ func threads(s *abi.Sensors, d *abi.Decision, r *reason) {
 	if ts.raised && s.Step-ts.raisedAt > RaiseTrialSteps {
 		ts.raised, ts.backoff = false, 0 // the raise held
 	}
-	if ts.changed && s.Step-ts.lastChange < ThreadHoldSteps {
-		return
-	}
 	free := float32(0)
 	if load {
 		free = float32(s.CPUAllowed) - ts.others
+	}
+	// Every CPU taken (1.5 readings, measured on 2 CPUs): at one thread per
+	// CPU, PSI over the span near 100% with other load of at least all CPUs
+	// but one (less the margin); below that, other load past all the CPUs
+	// this policy's threads do not use. Then threads = cpu_allowed: each
+	// takes its fair share of one CPU. Not put on trial: the raise that
+	// follows a hog leaving is judged on its own.
+	saturated := false
+	if busy && s.CPUPSISomeRecent >= 0 && s.CPUAllowed > 1 {
+		n := float32(s.CPUAllowed)
+		psiSat := float32(PSISaturated)
+		if ts.saturated {
+			psiSat = PSISaturatedExit
+		}
+		saturated = cur >= s.CPUAllowed && s.CPUPSISomeRecent >= psiSat && ts.others >= (n-1)*(1-margin) ||
+			cur < s.CPUAllowed && ts.others >= n-float32(cur)+margin
+	}
+	ts.saturated = saturated
+	if !saturated {
+		ts.satCalls = 0
+	}
+	if ts.changed && s.Step-ts.lastChange < ThreadHoldSteps {
+		return
+	}
+	switch {
+	case saturated && cur >= s.CPUAllowed:
+		ts.calm = 0
+		return // keep one thread per CPU
+	case saturated:
+		ts.calm = 0
+		if ts.satCalls++; ts.satCalls >= ThreadCalmCalls {
+			ts.satCalls = 0
+			ts.raised = false
+			setThreads(s, d, r, cur, s.CPUAllowed, "cpu saturated: threads ")
+		}
+		return
 	}
 	// Lower.
 	if cur > 1 {

@@ -57,6 +57,24 @@ func busySteps(phases []busyPhase) []abi.Sensors {
 	return steps
 }
 
+// threadSpan is a run of steps that should decide the same thread count.
+type threadSpan struct {
+	from, to int
+	threads  int32
+}
+
+// wantThreads checks each step's decided threads against spans.
+func wantThreads(t *testing.T, steps []policytest.Step, want []threadSpan) {
+	t.Helper()
+	for _, w := range want {
+		for k := w.from; k <= w.to; k++ {
+			if got := steps[k].Decision.Threads; got != w.threads {
+				t.Fatalf("step %d: %d threads, want %d over steps %d-%d", k, got, w.threads, w.from, w.to)
+			}
+		}
+	}
+}
+
 // threadStart is the engine at 2 threads.
 func threadStart() abi.Decision { d := start(); d.Threads = 2; return d }
 
@@ -107,24 +125,34 @@ func threadCases() []policytest.Case {
 	}
 	bQuiet := busyPhase{n: 40, other: 0.05, recent: 8}
 	bOneHog := busyPhase{n: 80, other: 0.9, recent: 46}
-	bTwoHogs := busyPhase{n: 80, other: 1.2, recent: 95}
+	// One busy process per CPU: at 2 threads each shares a CPU with one
+	// (other 1.0-1.3 cores, PSI over the span ~95%); at 1 thread the hog on
+	// the other CPU has it alone and the one on ours half (other ~1.5).
+	bTwoHogs := busyPhase{n: 80, other: 1.3, recent: 95}
 	return []policytest.Case{
 		{
 			Name: "1.5: cpu hogs come and go, the run queue inflated, the step time noisy", Base: engine(), Start: threadStart(),
 			Steps: span([]busyPhase{bQuiet, bOneHog, bQuiet, bTwoHogs, bQuiet}),
 			After: func(t *testing.T, steps []policytest.Step) {
-				// As "cpu hogs come and go": lowered at the hogs' first
-				// span, raised after the calm spans and the hold.
-				want := []struct {
-					from, to int
-					threads  int32
-				}{{0, 39, 2}, {40, 119, 1}, {120 + ThreadCalmCalls + 2, 159, 2}, {160, 239, 1}, {240 + ThreadCalmCalls + ThreadHoldSteps, 279, 2}}
-				for _, w := range want {
-					for k := w.from; k <= w.to; k++ {
-						if got := steps[k].Decision.Threads; got != w.threads {
-							t.Fatalf("step %d: %d threads, want %d over steps %d-%d", k, got, w.threads, w.from, w.to)
-						}
-					}
+				// Lowered at the one hog's first span, raised after the
+				// calm spans and the hold; one busy process per CPU keeps
+				// one thread per CPU (each takes its share of a CPU).
+				wantThreads(t, steps, []threadSpan{{0, 39, 2}, {40, 119, 1}, {120 + ThreadCalmCalls + 2, 279, 2}})
+			},
+		},
+		{
+			Name: "1.5: a second hog joins: one thread per CPU again, kept through a dip in PSI", Base: engine(), Start: threadStart(),
+			Steps: func() []abi.Sensors {
+				st := span([]busyPhase{bQuiet, bOneHog, bTwoHogs, bQuiet})
+				for k := 170; k < 180; k++ {
+					st[k].CPUPSISomeRecent = 70 // below PSISaturated, above PSISaturatedExit
+				}
+				return st
+			}(),
+			After: func(t *testing.T, steps []policytest.Step) {
+				wantThreads(t, steps, []threadSpan{{0, 39, 2}, {40, 119, 1}, {120 + ThreadCalmCalls, 239, 2}})
+				if r := steps[120+ThreadCalmCalls].Decision.Reason(); r != "cpu saturated: threads 1→2" {
+					t.Errorf("reason %q", r)
 				}
 			},
 		},
