@@ -53,7 +53,8 @@ type CPUPhase struct {
 	// OtherBusy is the CPU time other processes used on the allowed CPUs
 	// during the phase, in cores: their busy time in /proc/stat less the
 	// engine's, the hogs' and the runner's, over the phase's wall time,
-	// both ends read at the token gate; -1 when an end is not gated.
+	// both ends read at the token gate (the first phase's start when the
+	// runner first sees the engine, while it loads); -1 when unread.
 	// OtherBusyRes bounds its error: /proc/stat's tick per CPU and the
 	// engine's /proc/PID/stat tick, over the wall time. Unlike
 	// OthersMedian it counts what other tasks used, not how many were

@@ -76,6 +76,11 @@ func (m *monitor) applyCPU() error {
 	if c == nil {
 		return nil
 	}
+	if _, ok := cm.gateT[0]; !ok && m.pid > 0 {
+		// The start of the first phase: the engine is loading (its CPU
+		// counts as its own), for the other load over phase 0.
+		m.cpuAtGate(0)
+	}
 	for i, h := range c.Hogs {
 		if cm.hogs[i] != nil && !cm.stopped[i] && h.UntilToken != nil && m.tokens >= *h.UntilToken {
 			cm.hogCPU[i], _ = cm.hogs[i].CPUTime()
@@ -94,6 +99,9 @@ func (m *monitor) applyCPU() error {
 			for j := range pin {
 				pin[j] = cm.cpus[j%len(cm.cpus)]
 			}
+			// The gate reading first: the phase that ends here must not
+			// see the new hog's first milliseconds.
+			m.cpuAtGate(*h.AtToken)
 			hog, err := pressure.StartCPUHog(m.hogCtx, pin, m.cg)
 			if err != nil {
 				return fmt.Errorf("cpu.hogs[%d]: %w", i, err)
@@ -126,6 +134,9 @@ func (m *monitor) cpuAtGate(at int) {
 	cm := m.cpu
 	if cm == nil {
 		return
+	}
+	if _, done := cm.gateT[at]; done {
+		return // read before this position's hogs started
 	}
 	if t, err := pressure.ProcessCPUTime(m.pid); err == nil {
 		cm.gateCPU[at] = t
@@ -224,7 +235,7 @@ func (r *runner) cpuPhases(res *PolicyResult, m *monitor) {
 		b1, okb1 := cm.gateBusy[to]
 		e0, oke0 := cm.gateCPU[from]
 		e1, oke1 := cm.gateCPU[to]
-		if wall := cm.gateT[to].Sub(cm.gateT[from]); okb0 && okb1 && oke0 && oke1 && ok0 && ok1 && wall > 0 && from > 0 {
+		if wall := cm.gateT[to].Sub(cm.gateT[from]); okb0 && okb1 && oke0 && oke1 && ok0 && ok1 && wall > 0 {
 			// The allowed CPUs' busy time less the engine's, the hogs' and
 			// the runner's: other processes' CPU over the phase. /proc/stat
 			// is off by < 1 tick per CPU, the engine's /proc/PID/stat by
