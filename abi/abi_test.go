@@ -442,13 +442,7 @@ func TestOlderMinorPrefix(t *testing.T) {
 func TestMinor13Writer(t *testing.T) {
 	s := fullSensors()
 	s.Present |= PresentRepack | PresentCurrent
-	full := make([]byte, SensorsSize)
-	if err := EncodeSensors(full, &s); err != nil {
-		t.Fatal(err)
-	}
-	buf := append([]byte(nil), full[:SensorsSize13]...)
-	le.PutUint16(buf[2:], 3)
-	le.PutUint32(buf[4:], SensorsSize13)
+	buf := olderSensors(t, &s, 3, SensorsSize13)
 	var got Sensors
 	got.RepackLayers, got.RepackLayersMax, got.RepackMB, got.RepackMBMax = 1, 2, 3, 4 // must be cleared
 	if err := DecodeSensors(buf, &got); err != nil {
@@ -507,13 +501,7 @@ func TestMinor13Writer(t *testing.T) {
 func TestMinor14Writer(t *testing.T) {
 	s := fullSensors()
 	s.Present |= PresentRepack | PresentCPUBusy
-	full := make([]byte, SensorsSize)
-	if err := EncodeSensors(full, &s); err != nil {
-		t.Fatal(err)
-	}
-	buf := append([]byte(nil), full[:SensorsSize14]...)
-	le.PutUint16(buf[2:], 4)
-	le.PutUint32(buf[4:], SensorsSize14)
+	buf := olderSensors(t, &s, 4, SensorsSize14)
 	got := Sensors{CPUOtherBusy: 1, CPUPSISomeRecent: 2, CPUSpanMS: 3} // must be cleared
 	if err := DecodeSensors(buf, &got); err != nil {
 		t.Fatal(err)
@@ -527,4 +515,19 @@ func TestMinor14Writer(t *testing.T) {
 	if !got.Has(PresentRepack) || got.RepackMB != s.RepackMB {
 		t.Errorf("1.4 sensors: present %#x, repack_mb %d", got.Present, got.RepackMB)
 	}
+}
+
+// olderSensors is s as a peer of minor 1.minor writes it: the prefix of
+// size bytes, with that minor and size in the header (and whatever presence
+// bits s has, later minors' included).
+func olderSensors(t *testing.T, s *Sensors, minor uint16, size int) []byte {
+	t.Helper()
+	full := make([]byte, SensorsSize)
+	if err := EncodeSensors(full, s); err != nil {
+		t.Fatal(err)
+	}
+	buf := append([]byte(nil), full[:size]...)
+	le.PutUint16(buf[2:], minor)
+	le.PutUint32(buf[4:], uint32(size))
+	return buf
 }

@@ -116,15 +116,7 @@ func TestReaderCPUBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	must := func(p, s string) {
-		p = filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := func(p, s string) { writeUnder(t, root, p, s) }
 	// Every allowed CPU at busy ticks b (user field), the process at ticks p,
 	// PSI some total us.
 	write := func(b, p, us int) {

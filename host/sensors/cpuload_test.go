@@ -85,15 +85,7 @@ func TestCPUAllowedIntersectsCpuset(t *testing.T) {
 // A Reader over a fixture tree reads the CPU pressure and run queue files.
 func TestReaderCPULoad(t *testing.T) {
 	root := t.TempDir()
-	must := func(p, s string) {
-		p = filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := func(p, s string) { writeUnder(t, root, p, s) }
 	must("proc/pressure/cpu", "some avg10=42.50 avg60=10.00 avg300=2.00 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
 	must("proc/loadavg", "3.00 2.00 1.00 5/300 999\n")
 	r, err := NewReader(WithRoot(root), WithSources(SourceCPULoad))
@@ -197,5 +189,18 @@ func TestSamplerInvalidateCPULoad(t *testing.T) {
 	write("2.00 1.00 1.00 2/300 999\n")
 	if got := s.Snapshot().Runnable.Running; got != 3 {
 		t.Fatalf("without Invalidate: running %d, want the cached 3", got)
+	}
+}
+
+// writeUnder writes s to the file p under root, making its directories: a
+// fake /proc or /sys for a Reader made WithRoot(root).
+func writeUnder(t *testing.T, root, p, s string) {
+	t.Helper()
+	p = filepath.Join(root, p)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
