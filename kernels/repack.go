@@ -258,6 +258,15 @@ func (b *BackendBuffer) Release(offset, size int64) (int64, error) {
 	return int64(hi - lo), nil
 }
 
+// Bytes is the buffer's memory, for checks that read it (tests). The slice
+// aliases the buffer: valid until Close; reading faults its pages in.
+func (b *BackendBuffer) Bytes() []byte {
+	if b.p == nil || b.size == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(b.base), b.size)
+}
+
 // Resident is how many bytes of the buffer's pages are resident in memory
 // now (mincore over the pages it spans, the partial ones at its ends
 // included).

@@ -182,8 +182,25 @@ func TestRepackLayersLive(t *testing.T) {
 			// a full-suite run found 4.6 MiB of this 32.6 MiB buffer
 			// resident (two 2 MiB huge pages and 164 small ones) that
 			// nothing of ours had written; alone it reads 0.
+			// Residency alone was not enough: one package run among others
+			// found the whole buffer resident. So a resident buffer is also
+			// compared with the repacked engine's (restored above, same
+			// placement): pages the kernel made resident (a huge page around
+			// a touched one) or memory reused from an earlier allocation
+			// hold zeros or garbage, not this model's repacked weights.
 			if res, _ := lw.repack.Resident(); w.Repack.BufferBytes >= 32<<20 && res > w.Repack.BufferBytes/4 {
-				t.Errorf("RepackNone: %d of the buffer's %d bytes resident after load, want under a quarter (nothing written)", res, w.Repack.BufferBytes)
+				a, b := lw.repack.Bytes(), w.repack.Bytes()
+				same := 0
+				for off := 0; off+4096 <= min(len(a), len(b)); off += 4096 {
+					if pb := b[off : off+4096]; slices.Equal(a[off:off+4096], pb) && slices.ContainsFunc(pb, func(x byte) bool { return x != 0 }) {
+						same++
+					}
+				}
+				if same > 0 {
+					t.Errorf("RepackNone: %d of the buffer's %d bytes resident after load, %d pages of 4 KiB equal to the repacked engine's: written at load", res, w.Repack.BufferBytes, same)
+				} else {
+					t.Logf("RepackNone: %d of the buffer's %d bytes resident after load, none of it the repacked weights (not written by the load)", res, w.Repack.BufferBytes)
+				}
 			}
 			for i, l := range run(lazy, toks) {
 				if !slices.Equal(l, plainL[i]) {
