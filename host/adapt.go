@@ -195,6 +195,11 @@ func layerWindows(window int, scale *[abi.MaxLayers]float32, nLayer int) []int {
 // Current is the decision in force.
 func (a *Adapter) Current() abi.Decision { return a.cur }
 
+// LastSensors is what the policy was given at its last call (zero before
+// the first): for logs such as run --stats-json. The pointer is the
+// adapter's own; it changes at the next step.
+func (a *Adapter) LastSensors() *abi.Sensors { return &a.s }
+
 // Stats counts what the adapter did so far.
 func (a *Adapter) Stats() PolicyStats {
 	st := a.st

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"github.com/edgellm/edgellm/host"
 	"github.com/spf13/pflag"
@@ -103,7 +104,13 @@ func (r *runStats) token(i int) {
 		return
 	}
 	d := r.adapter.Current()
-	r.w.TokenLayers(i, cur, &runstats.Decision{K: int(d.SpecK), Window: int(d.Window), Threads: int(d.Threads), RepackLayers: int(d.RepackLayers)}, r.layers())
+	rd := runstats.Decision{K: int(d.SpecK), Window: int(d.Window), Threads: int(d.Threads), RepackLayers: int(d.RepackLayers)}
+	s := r.adapter.LastSensors()
+	rd.HasCPU = s.Has(abi.PresentCPUBusy)
+	rd.CPUOther, rd.CPUPSIRecent = float64(s.CPUOtherBusy), float64(s.CPUPSISomeRecent)
+	rd.HasStepRatio = s.Has(abi.PresentStepBaseline)
+	rd.StepRatio = float64(s.StepTimeRatio)
+	r.w.TokenLayers(i, cur, &rd, r.layers())
 }
 
 // end records the outcome of generation.

@@ -14,7 +14,11 @@
 // counts are present only with a policy. A run with per-layer weight sets
 // also writes {"event":"sets","unix_us":…,"i":0,"layer_sets":[0,0,2,1]}
 // before token 0's record and before the record of each token produced
-// with a new assignment.
+// with a new assignment. With a policy, a token record also carries the CPU
+// readings of the policy's last call when the host had them:
+// "cpu_other" (cores other processes used, ABI 1.5), "cpu_psi_recent" (%),
+// "step_ratio" (step time ÷ quiet baseline), so a thread change can be
+// read against what the policy saw.
 package runstats
 
 import (
@@ -57,6 +61,12 @@ type Event struct {
 	// the native engine (on the first token record after each new sample).
 	LayerLatencyUS []float64 `json:"layer_latency_us"`
 	StepComputeUS  float64   `json:"step_compute_us"`
+	// CPUOther, CPUPSIRecent and StepRatio are the policy's last CPU
+	// readings (Decision.HasCPU, HasStepRatio); a record without them
+	// leaves them 0.
+	CPUOther     float64 `json:"cpu_other"`
+	CPUPSIRecent float64 `json:"cpu_psi_recent"`
+	StepRatio    float64 `json:"step_ratio"`
 	// sets (I is the first token produced with it): the weight set of
 	// each layer, 0 being the model's own.
 	LayerSets []int `json:"layer_sets"`
@@ -84,8 +94,16 @@ func Parse(line []byte) (Event, error) {
 	return Event{}, fmt.Errorf("stats line: unknown event %q", ev.Event)
 }
 
-// Decision is the policy decision in force at a token (Writer.Token).
-type Decision struct{ K, Window, Threads, RepackLayers int }
+// Decision is the policy decision in force at a token (Writer.Token), with
+// the CPU readings of the policy's last call when HasCPU / HasStepRatio.
+type Decision struct {
+	K, Window, Threads, RepackLayers int
+
+	HasCPU                 bool
+	CPUOther, CPUPSIRecent float64
+	HasStepRatio           bool
+	StepRatio              float64
+}
 
 // Policy counts what the policy did over the run (Writer.End).
 type Policy struct{ Calls, Changes, Swaps, Failures int }
@@ -178,6 +196,13 @@ func (r *Writer) TokenLayers(i, tier int, d *Decision, l *Layers) {
 		r.int("threads", int64(d.Threads))
 		if d.RepackLayers > 0 {
 			r.int("repack_layers", int64(d.RepackLayers))
+		}
+		if d.HasCPU {
+			r.float("cpu_other", d.CPUOther)
+			r.float("cpu_psi_recent", d.CPUPSIRecent)
+		}
+		if d.HasStepRatio {
+			r.float("step_ratio", d.StepRatio)
 		}
 	}
 	if l != nil {

@@ -19,6 +19,7 @@ func TestRoundTrip(t *testing.T) {
 	w.Start(5, 2, 1, 77)
 	w.Token(0, 1, &Decision{K: 3, Window: 512, Threads: 2})
 	w.Token(1, 0, nil)
+	w.Token(1, 0, &Decision{Threads: 1, HasCPU: true, CPUOther: 0.875, CPUPSIRecent: 46.5, HasStepRatio: true, StepRatio: 1.25})
 	w.TokenLayers(2, 0, nil, &Layers{US: []float64{18.2, 16.5}, StepUS: 40.25})
 	w.Sets(3, []int{0, 2, 1})
 	w.End(2, 48.125, 35600*time.Microsecond, &Policy{Calls: 13, Changes: 1, Swaps: 1, Failures: 2}, errors.New(`a "quoted" error`))
@@ -26,6 +27,7 @@ func TestRoundTrip(t *testing.T) {
 		{Event: Start, UnixUS: 1234, PromptTokens: 5, NTiers: 2, Tier: 1, PID: 77},
 		{Event: Token, UnixUS: 1234, I: 0, Tier: 1, K: 3, Window: 512, Threads: 2},
 		{Event: Token, UnixUS: 1234, I: 1},
+		{Event: Token, UnixUS: 1234, I: 1, Threads: 1, CPUOther: 0.875, CPUPSIRecent: 46.5, StepRatio: 1.25},
 		{Event: Token, UnixUS: 1234, I: 2, LayerLatencyUS: []float64{18.2, 16.5}, StepComputeUS: 40.25},
 		{Event: Sets, UnixUS: 1234, I: 3, LayerSets: []int{0, 2, 1}},
 		{Event: End, UnixUS: 1234, Generated: 2, DecodeTPS: 48.125, PrefillMs: 35.6, PolicyCalls: 13, PolicyChanges: 1, TierSwaps: 1, PolicyFailures: 2, Error: `a "quoted" error`},
@@ -40,7 +42,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("line %d %q: %+v, %v; want %+v", i, l, ev, err, want[i])
 		}
 	}
-	if testing.AllocsPerRun(100, func() { w.Token(2, 0, &Decision{K: 1}) }) != 0 {
+	if testing.AllocsPerRun(100, func() { w.Token(2, 0, &Decision{K: 1, HasCPU: true, CPUOther: 0.5}) }) != 0 {
 		t.Error("Token allocates")
 	}
 }
