@@ -3,6 +3,8 @@ package sensors
 import (
 	"os"
 	"time"
+
+	"github.com/edgellm/edgellm/internal/cputime"
 )
 
 // CPUBusy is CPU use integrated over a span (ABI 1.5), where Runnable is one
@@ -37,10 +39,6 @@ type CPUBusy struct {
 // sooner after the previous one (Sampler.Invalidate) repeats the previous
 // span's values and keeps the start of the current one.
 const MinCPUSpan = 150 * time.Millisecond
-
-// userHZ is the unit of /proc/stat's times (USER_HZ), 100 on every Linux ABI
-// the project builds for.
-const userHZ = 100
 
 // cpuSample is one end of a span.
 type cpuSample struct {
@@ -113,7 +111,7 @@ func cpuBusySpan(prev, cur *cpuSample) (CPUBusy, bool) {
 		return CPUBusy{}, false
 	}
 	sec := span.Seconds()
-	all := float64(cur.busy-prev.busy) / userHZ
+	all := (time.Duration(cur.busy-prev.busy) * cputime.TaskTick).Seconds()
 	self := (cur.self - prev.self).Seconds()
 	c := CPUBusy{Present: true, Span: span, OtherBusy: max(0, (all-self)/sec)}
 	if prev.psiOK && cur.psiOK && cur.psi >= prev.psi {
@@ -123,47 +121,8 @@ func cpuBusySpan(prev, cur *cpuSample) (CPUBusy, bool) {
 	return c, true
 }
 
-// parsePIDStatCPU reads utime + stime (fields 14 and 15, ticks) from a
-// /proc/PID/stat line. The command name (field 2) is in parentheses and may
-// hold spaces and parentheses, so fields are counted from the last ')'.
-func parsePIDStatCPU(b []byte) (uint64, bool) {
-	line, _ := cutLine(b)
-	end := -1
-	for i := len(line) - 1; i >= 0; i-- {
-		if line[i] == ')' {
-			end = i
-			break
-		}
-	}
-	if end < 0 {
-		return 0, false
-	}
-	rest := line[end+1:]
-	var u, st int64
-	for i := 3; i <= 15; i++ { // field 3 (state) is the first after ')'
-		var f []byte
-		f, rest = cutField(rest)
-		if len(f) == 0 {
-			return 0, false
-		}
-		var ok bool
-		switch i {
-		case 14:
-			u, ok = parseInt(f)
-		case 15:
-			st, ok = parseInt(f)
-		default:
-			continue
-		}
-		if !ok || u < 0 || st < 0 {
-			return 0, false
-		}
-	}
-	return uint64(u + st), true
-}
-
 // ProcStatBusy is the busy time (user, nice, system, irq, softirq, steal)
-// of the CPUs in mask so far, from /proc/stat, in 1/USER_HZ steps: for a
+// of the CPUs in mask so far, from /proc/stat, in cputime.TaskTick steps (1/USER_HZ) per CPU: for a
 // caller outside a Reader, such as the scenario runner, that measures other
 // load between two points of its own. It allocates.
 func ProcStatBusy(mask [2]uint64) (time.Duration, bool) {
@@ -172,8 +131,5 @@ func ProcStatBusy(mask [2]uint64) (time.Duration, bool) {
 		return 0, false
 	}
 	busy, ok := parseProcStat(b, mask)
-	return time.Duration(busy) * time.Second / userHZ, ok
+	return time.Duration(busy) * cputime.TaskTick, ok
 }
-
-// ProcStatTick is the resolution of ProcStatBusy per CPU.
-const ProcStatTick = time.Second / userHZ

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/internal/cputime"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,19 +56,6 @@ func FuzzProcStat(f *testing.F) {
 			}
 		}
 	})
-}
-
-func TestParsePIDStatCPU(t *testing.T) {
-	// utime 25, stime 17 (fields 14 and 15); a name with spaces and ')'.
-	line := "4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 25 17 0 0 20 0 3 0 1000 1000 100\n"
-	if v, ok := parsePIDStatCPU([]byte(line)); !ok || v != 42 {
-		t.Fatalf("parsePIDStatCPU = %d %v, want 42", v, ok)
-	}
-	for _, bad := range []string{"", "4242 no paren S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 -25 17"} {
-		if v, ok := parsePIDStatCPU([]byte(bad)); ok {
-			t.Errorf("parsePIDStatCPU(%q) = %d, ok", bad, v)
-		}
-	}
 }
 
 // cpuBusySpan's arithmetic: other = (busy ticks / USER_HZ − own CPU) ÷ span,
@@ -203,7 +191,7 @@ func TestReaderCPUBusyLive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, ok := parsePIDStatCPU(b)
+		v, ok := cputime.StatTicks(b)
 		if !ok {
 			t.Fatalf("child stat %q", b)
 		}
@@ -220,8 +208,9 @@ func TestReaderCPUBusyLive(t *testing.T) {
 		t.Fatal("no span")
 	}
 	sec := c.Span.Seconds()
-	child := float64(c1-c0) / userHZ / sec
-	res := (2*float64(s.Allowed.N) + 2) / userHZ / sec
+	tick := cputime.TaskTick.Seconds()
+	child := float64(c1-c0) * tick / sec
+	res := (2*float64(s.Allowed.N) + 2) * tick / sec
 	t.Logf("busy child: other %.2f cores over %v; the child alone %.2f cores (resolution %.2f)", c.OtherBusy, c.Span, child, res)
 	if c.OtherBusy < child-res {
 		t.Errorf("other load %.2f cores < the busy child's %.2f − %.2f", c.OtherBusy, child, res)

@@ -297,10 +297,10 @@ func (r *Reader) readCPUBusy(buf []byte, s *Snapshot) {
 		b, ok := r.selfCPU.read(buf)
 		var ticks uint64
 		if ok {
-			ticks, ok = parsePIDStatCPU(b)
+			ticks, ok = cputime.StatTicks(b)
 		}
 		cur.ok = cur.ok && ok
-		cur.self = time.Duration(ticks) * time.Second / userHZ
+		cur.self = time.Duration(ticks) * cputime.TaskTick
 	} else {
 		cur.self = cputime.Process()
 	}

@@ -1,6 +1,7 @@
 package cputime
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,30 +53,61 @@ func Tasks() (map[int]time.Duration, error) {
 	return out, nil
 }
 
-// parseTaskStat reads the thread id and utime+stime (fields 1, 14 and 15 of
-// proc(5)'s stat) from one stat line. The command name (field 2) is in
-// parentheses and may itself hold spaces and parentheses, so fields are
+// maxTicks bounds one CPU time field (about 87 years at 100 Hz), so that
+// the sum of two converted to a time.Duration cannot overflow.
+const maxTicks = 1 << 38
+
+// StatTicks reads utime + stime (fields 14 and 15 of proc(5)'s stat, in
+// 1/USER_HZ ticks: TaskTick here) from a /proc/PID/stat or
+// /proc/PID/task/TID/stat line without allocating, for readers that run
+// often (host/sensors) as well as for Tasks. The command name (field 2) is
+// in parentheses and may itself hold spaces and parentheses, so fields are
 // counted from the last ')'.
+func StatTicks(line []byte) (uint64, bool) {
+	end := bytes.LastIndexByte(line, ')')
+	if end < 0 {
+		return 0, false
+	}
+	rest := line[end+1:]
+	var sum uint64
+	for field := 3; field <= 15; field++ { // field 3 (state) is the first after ')'
+		for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\n') {
+			rest = rest[1:]
+		}
+		n := bytes.IndexAny(rest, " \n")
+		if n < 0 {
+			n = len(rest)
+		}
+		f := rest[:n]
+		rest = rest[n:]
+		if len(f) == 0 {
+			return 0, false
+		}
+		if field < 14 {
+			continue
+		}
+		v, err := strconv.ParseUint(string(f), 10, 64) // no allocation: the conversion does not escape
+		if err != nil || v > maxTicks {
+			return 0, false
+		}
+		sum += v
+	}
+	return sum, true
+}
+
+// parseTaskStat reads the thread id and utime+stime (fields 1, 14 and 15 of
+// proc(5)'s stat) from one stat line, the times with StatTicks.
 func parseTaskStat(line string) (tid int, cpu time.Duration, err error) {
 	sp := strings.IndexByte(line, ' ')
-	rp := strings.LastIndexByte(line, ')')
-	if sp <= 0 || rp < sp {
+	if sp <= 0 {
 		return 0, 0, fmt.Errorf("malformed stat line %q", trunc(line))
 	}
 	if tid, err = strconv.Atoi(line[:sp]); err != nil {
 		return 0, 0, fmt.Errorf("malformed thread id in %q", trunc(line))
 	}
-	f := strings.Fields(line[rp+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("stat line with %d fields after the name, want ≥ 13: %q", len(f), trunc(line))
-	}
-	var ticks int64
-	for _, s := range f[11:13] { // fields 14 (utime) and 15 (stime)
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < 0 {
-			return 0, 0, fmt.Errorf("malformed CPU time %q", s)
-		}
-		ticks += v
+	ticks, ok := StatTicks([]byte(line))
+	if !ok {
+		return 0, 0, fmt.Errorf("malformed stat line (name, or utime and stime, fields 14-15) %q", trunc(line))
 	}
 	return tid, time.Duration(ticks) * TaskTick, nil
 }

@@ -38,6 +38,25 @@ func TestParseTaskStat(t *testing.T) {
 	}
 }
 
+// StatTicks: utime 25 + stime 17; a name with spaces and ')'; what it
+// refuses; and that it does not allocate (host/sensors reads it every
+// 200 ms for a WithPID Reader).
+func TestStatTicks(t *testing.T) {
+	line := []byte("4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 25 17 0 0 20 0 3 0 1000 1000 100\n")
+	if v, ok := StatTicks(line); !ok || v != 42 {
+		t.Fatalf("StatTicks = %d %v, want 42", v, ok)
+	}
+	for _, bad := range []string{"", "4242 no paren S 1", "4242 (x) S 1 2 3", "4242 (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 -25 17",
+		"4242 (x) S 1 4242 4242 0 -1 4194560 100 0 0 0 99999999999999999999 17"} {
+		if v, ok := StatTicks([]byte(bad)); ok {
+			t.Errorf("StatTicks(%q) = %d, ok", bad, v)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { StatTicks(line) }); n != 0 {
+		t.Errorf("StatTicks allocates %v times", n)
+	}
+}
+
 func FuzzParseTaskStat(f *testing.F) {
 	f.Add("1234 (edgellm) R 1 2 3 4 5 6 7 8 9 10 150 50 0 0 20 0 1 0")
 	f.Add("7 (a) b (c)) S 1 2 3 4 5 6 7 8 9 10 1 2 0 0")

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/edgellm/edgellm/internal/cputime"
 	"golang.org/x/sys/unix"
 )
 
@@ -238,20 +239,9 @@ func ProcessCPUTime(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Fields after the command (which may hold spaces) start after ") ".
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("pressure: /proc/%d/stat: no command field", pid)
+	ticks, ok := cputime.StatTicks(b)
+	if !ok {
+		return 0, fmt.Errorf("pressure: /proc/%d/stat: no utime and stime (fields 14-15) in %q", pid, b)
 	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("pressure: /proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("pressure: /proc/%d/stat: bad utime/stime %q %q", pid, f[11], f[12])
-	}
-	return time.Duration(u+s) * time.Second / time.Duration(userHZ), nil
+	return time.Duration(ticks) * time.Second / time.Duration(userHZ), nil
 }

@@ -243,7 +243,7 @@ func (r *runner) cpuPhases(res *PolicyResult, m *monitor) {
 			// are exact.
 			other := (b1 - b0) - (e1 - e0) - (h1 - h0) - (cm.gateSelf[to] - cm.gateSelf[from])
 			ph.OtherBusy = max(0, other.Seconds()/wall.Seconds())
-			ph.OtherBusyRes = float64(len(cm.cpus)+1) * sensors.ProcStatTick.Seconds() / wall.Seconds()
+			ph.OtherBusyRes = float64(len(cm.cpus)+1) * cputime.TaskTick.Seconds() / wall.Seconds()
 		}
 		var others []int
 		for _, s := range cm.samples {
