@@ -32,14 +32,14 @@ REPACK ?= 1
 ifeq ($(REPACK),1)
   CGO_CPPFLAGS += -DGGML_USE_CPU_REPACK
 endif
-# kernels/spinwait.h bounds the spin of ggml's thread barrier (x86 only; see
+# kernels/cflags/spinwait.h bounds the spin of ggml's thread barrier (x86 only; see
 # kernels/RATIONALE.md "Bounded barrier spin"): forced into every C file so it
 # reaches ggml-cpu.c, which we compile from the module unchanged.
 # Go's build cache does not see a header outside the package it compiles, and
 # keys on the flags: the header is copied to a path named by its content hash
 # outside the checkout ($(SPINWAIT_H)), so an edit to it rebuilds ggml while
 # every checkout on a machine shares one compiled llama.cpp.
-SPINWAIT_SUM := $(shell cksum < kernels/spinwait.h | cut -d' ' -f1)
+SPINWAIT_SUM := $(shell cksum < kernels/cflags/spinwait.h | cut -d' ' -f1)
 SPINWAIT_H   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/edgellm/include/spinwait-$(SPINWAIT_SUM).h
 SPINWAIT  := -include $(SPINWAIT_H)
 export CGO_CFLAGS   := -O3 -march=$(MARCH) $(ARCH_FLAGS) $(SPINWAIT)
@@ -69,7 +69,7 @@ cgo-check: deps $(SPINWAIT_H)
 	@d='$(OLLAMA_DIR)'; if [ -z "$$d" ] || [ ! -f "$$d/llama/llama.cpp/include/llama.h" ]; then \
 	  echo "edgellm: module $(OLLAMA_MOD) (pinned in go.mod) not found in the Go module cache ($$($(GO) env GOMODCACHE)) after 'go mod download': cannot compile llama.cpp" >&2; exit 1; fi
 
-$(SPINWAIT_H): kernels/spinwait.h
+$(SPINWAIT_H): kernels/cflags/spinwait.h
 	@mkdir -p $(dir $@) && cp $< $@.tmp && mv $@.tmp $@
 
 build: cgo-check
