@@ -168,11 +168,20 @@ func (r *runOutputs) finish(st host.Stats, err error) error {
 	if cerr := r.logits.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("--logits-out: %w", cerr)
 	}
+	r.logits = nil
+	if cerr := r.stats.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	r.stats = nil
 	fmt.Fprintln(r.out)
-	r.out.Flush()
+	if ferr := r.out.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("writing the text: %w", ferr)
+	}
 	return err
 }
 
+// close releases what finish did not (a run that failed before or during
+// generation).
 func (r *runOutputs) close() {
 	r.logits.Close()
 	if r.started {
