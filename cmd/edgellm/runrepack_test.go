@@ -138,3 +138,12 @@ func TestBenchSpinSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRepackLayersLlamaCppUsage: --repack-layers on llama.cpp is a usage
+// error (exit 2), like every other flag combination the CLI refuses.
+func TestRunRepackLayersLlamaCppUsage(t *testing.T) {
+	_, errs, code := runCLI(t, "run", "-m", sharedtest.Stories260K(t), "--engine", "llamacpp", "--repack", "--repack-layers", "2", "-n", "1")
+	if code != 2 || !strings.Contains(errs, "--repack-layers 2") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming --repack-layers", code, errs)
+	}
+}
