@@ -55,10 +55,21 @@ func TestRunWindowFlags(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "KV window: 16 recent positions + 4 anchors") || !strings.HasPrefix(out, "Once upon a time") {
 		t.Fatalf("--window 16 --anchors 4: exit %d, %q, output %q", code, errs, out)
 	}
-	_, errs, code = runCLI(t, "run", "-m", model, "--engine", "native", "--window", "16", "--layer-windows", "4,8,16,16,16",
+	layered, errs, code := runCLI(t, "run", "-m", model, "--engine", "native", "--window", "16", "--layer-windows", "4,8,16,16,16",
 		"-n", "40", "--ctx", "64", "--threads", "1", "--temp", "0")
 	if code != 0 || !strings.Contains(errs, "KV windows per layer: [4 8 16 16 16]") {
 		t.Fatalf("--layer-windows: exit %d, %q", code, errs)
+	}
+	// The windows must act, not only be announced: 40 tokens past a window
+	// of 16 evict, and greedy text then leaves the full context's (which
+	// it follows for the first ~25 tokens), and per-layer windows leave the
+	// uniform one's.
+	full, errs, code := runCLI(t, "run", "-m", model, "--engine", "native", "-n", "40", "--ctx", "64", "--threads", "1", "--temp", "0")
+	if code != 0 {
+		t.Fatalf("no window: exit %d, %q", code, errs)
+	}
+	if out == full || layered == out || layered == full {
+		t.Errorf("windows changed nothing:\n full    %q\n window  %q\n layered %q", full, out, layered)
 	}
 	bad := []struct {
 		args []string
