@@ -101,6 +101,19 @@ func RepackEligible(typ GGMLType, ne0, ne1 int64) bool {
 	return C.edgellm_repack_supported(b, C.enum_ggml_type(typ), C.int64_t(ne0), C.int64_t(ne1)) == 1
 }
 
+// RepackTypes lists the ggml types RepackEligible accepts on this CPU (for a
+// 256 × 8 matrix: the shape every repacked kernel takes), by asking ggml for
+// each type this build knows. Empty when RepackAvailable is false.
+func RepackTypes() []string {
+	var names []string
+	for t := GGMLType(0); t < ggmlTypeCount; t++ {
+		if t.Valid() && RepackEligible(t, 256, 8) {
+			names = append(names, t.String())
+		}
+	}
+	return names
+}
+
 // NewRepackBuffer allocates a CPU_REPACK buffer of size bytes: anonymous
 // memory owned by ggml (not backed by a file, so the kernel cannot drop it
 // under pressure, only swap it). Tensors are put in it with SetRepacked.

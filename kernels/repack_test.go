@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,5 +221,19 @@ func TestRepackHugePages(t *testing.T) {
 			t.Errorf("%d-byte buffer: advised %d bytes, want 0", n, small.HugePageBytes())
 		}
 		small.Close()
+	}
+}
+
+// TestRepackTypes: the list run's "nothing to repack" line names is ggml's
+// own answer: Q4_0 is in it wherever repacking is compiled in (every x86
+// and ARM kernel set repacks it), Q8_0 and F32 are not.
+func TestRepackTypes(t *testing.T) {
+	if !RepackAvailable() {
+		t.Skip("built without GGML_USE_CPU_REPACK")
+	}
+	got := RepackTypes()
+	t.Logf("repacked types on this CPU: %v", got)
+	if !slices.Contains(got, GGMLTypeQ4_0.String()) || slices.Contains(got, GGMLTypeQ8_0.String()) || slices.Contains(got, GGMLTypeF32.String()) {
+		t.Fatalf("RepackTypes() = %v: want q4_0, not q8_0 or f32", got)
 	}
 }

@@ -57,7 +57,7 @@ func runRepackSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	}
 	max := rs.RepackState().MaxLayers
 	if max == 0 {
-		return fmt.Errorf("bench: %s: nothing to repack on this CPU (no eligible weights: Q4_0, IQ4_NL or Q4_K)", path)
+		return fmt.Errorf("bench: %s: nothing to repack on this CPU (no eligible weights: %s)", path, strings.Join(host.RepackTypes(), ", "))
 	}
 	p, err := bench.MakePrompt(eng.Vocab(), string(text), benchText, o.NPrompt)
 	if err != nil {

@@ -252,7 +252,7 @@ func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc
 // --layer-sets) the sets no session uses wait until one does.
 func describeRepack(info host.ModelInfo) string {
 	if info.RepackTensors == 0 {
-		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only Q4_0, IQ4_NL and Q4_K matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType)
+		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only %s matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType, strings.Join(host.RepackTypes(), ", "))
 	}
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	var s string
