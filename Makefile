@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-precision scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
+.PHONY: all build browser test bench bench-precision bench-activations scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
 
 all: build
 
@@ -103,6 +103,7 @@ bench: build policies
 	./$(BIN) bench --engine native --compare llamacpp --threads 1 -r 9 -n 256
 	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
 	$(MAKE) bench-precision
+	$(MAKE) bench-activations
 	$(MAKE) scenario-cpu-long
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 256 -r 4
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
@@ -123,6 +124,20 @@ scenario-cpu: build policies
 SCENARIO_OUT ?= /tmp/edgellm-cpu-contention-long
 scenario-cpu-long: build policies
 	./$(BIN) scenario run testdata/scenarios/cpu-contention-long.yaml -o $(SCENARIO_OUT)
+
+# Activation memory (issue #29): ggml's graph allocator against keeping every
+# intermediate tensor, for a 512-token prefill and the decode step after it,
+# on SYNTHETIC models of real shapes (weights Q2_K: the activations do not
+# depend on the weight type, the file is smaller). Flash and classic
+# attention. Each model is written to a temp dir and removed.
+ACT_SHAPES := llama3.2-1b tinyllama-1.1b llama2-7b
+bench-activations: build
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && for s in $(ACT_SHAPES) 3b; do \
+	  case $$s in 3b) args="llama3.2-1b --n-embd 3072 --n-layer 28 --n-head 24 --n-head-kv 8 --n-ff 8192";; *) args=$$s;; esac; \
+	  ./$(BIN) synth --shape $$args --type q2_k -o $$dir/m.gguf 2>/dev/null || exit 1; \
+	  echo "== $$s (SYNTHETIC)"; \
+	  for a in flash classic; do ./$(BIN) bench --activations -m $$dir/m.gguf -p 512 --attention $$a || exit 1; done; \
+	  rm -f $$dir/m.gguf; done
 
 # Per-layer precision proof (docs/BENCHMARKS.md): calibrate stories260K-ff192 on
 # the first half of stories.txt, compare calibrated / uniform / random

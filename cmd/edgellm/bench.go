@@ -38,6 +38,7 @@ func init() {
 			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS)")
 			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
 			fs.Int("hogs", 0, "with --spin-sweep: run this many CPU hogs (a process spinning one thread pinned to each of the first N allowed CPUs) during the sweep")
+			fs.Bool("activations", false, "native engine: activation memory of a -p token prefill and of a decode step after it, ggml's graph allocator against keeping every intermediate tensor (no decoding)")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
@@ -65,6 +66,7 @@ type benchOptions struct {
 	Bandwidth        bool     `koanf:"bandwidth"`
 	RepackSweep      bool     `koanf:"repack-sweep"`
 	SpinSweep        bool     `koanf:"spin-sweep"`
+	Activations      bool     `koanf:"activations"`
 	Hogs             int      `koanf:"hogs"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
@@ -181,6 +183,9 @@ func runBench(c *cmdEnv, args []string) error {
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err
+	}
+	if o.Activations {
+		return runActivations(c, path, label, o)
 	}
 	if o.RepackSweep {
 		if o.Spec != "" {
