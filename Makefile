@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-precision bench-activations scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
+.PHONY: all build browser test bench bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
 
 all: build
 
@@ -104,6 +104,7 @@ bench: build policies
 	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
 	$(MAKE) bench-precision
 	$(MAKE) bench-activations
+	$(MAKE) bench-warm-start
 	$(MAKE) scenario-cpu-long
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 256 -r 4
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
@@ -137,6 +138,15 @@ bench-activations: build
 	  ./$(BIN) synth --shape $$args --type q2_k -o $$dir/m.gguf 2>/dev/null || exit 1; \
 	  echo "== $$s (SYNTHETIC)"; \
 	  for a in flash classic; do ./$(BIN) bench --activations -m $$dir/m.gguf -p 512 --attention $$a || exit 1; done; \
+	  rm -f $$dir/m.gguf; done
+
+# Warm start (issue #29): time to first token and peak RSS of whole run
+# processes from a cold page cache per --willneed-layers value, on SYNTHETIC
+# 1B and 7B shapes (Q4_0, written to a temp dir and removed).
+bench-warm-start: build
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && for s in llama3.2-1b llama2-7b; do \
+	  ./$(BIN) synth --shape $$s --type q4_0 -o $$dir/m.gguf 2>/dev/null || exit 1; \
+	  echo "== $$s (SYNTHETIC)"; ./$(BIN) bench --warm-start -m $$dir/m.gguf -r 5 -t 2 || exit 1; \
 	  rm -f $$dir/m.gguf; done
 
 # Per-layer precision proof (docs/BENCHMARKS.md): calibrate stories260K-ff192 on

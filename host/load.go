@@ -41,6 +41,12 @@ type LoadOptions struct {
 	// the buffer is reserved but never touched before. llama.cpp repacks
 	// all or nothing: any other value is an error there.
 	RepackLayers int
+	// WillNeedLayers is, on the native engine, how many leading layers (and
+	// the output head) are read ahead at load (MADV_WILLNEED), so the first
+	// token does not wait on their page faults: 0 = the default (2),
+	// WillNeedAll, WillNeedNone. docs/BENCHMARKS.md "Warm start" has the
+	// time to first token and peak RSS from a cold page cache per value.
+	WillNeedLayers int
 	// Notices receives one-line notices (engine fallback); nil discards them.
 	Notices io.Writer
 }

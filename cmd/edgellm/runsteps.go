@@ -60,7 +60,11 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	if rl != 0 && o.Engine == "llamacpp" {
 		return nil, "", usagef("--repack-layers %s: only the native engine repacks some layers (llama.cpp repacks all or nothing): drop it or use --engine native", o.RepackLayers)
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, Notices: c.Stderr})
+	wn, err := parseWillNeed(o.WillNeed)
+	if err != nil {
+		return nil, "", err
+	}
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, WillNeedLayers: wn, Notices: c.Stderr})
 	if err != nil {
 		return nil, "", err
 	}
