@@ -83,6 +83,7 @@ func runWarmStart(c *cmdEnv, path, label string, o benchOptions) error {
 // peak RSS.
 func timeFirstToken(exe string, args []string) (warmRun, error) {
 	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), scenarioChildEnv...) // a test binary acts as edgellm
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return warmRun{}, err
