@@ -12,10 +12,13 @@ import (
 // between steps (the native engine: F16, Q8_0 and Q4_0, in place; going
 // back up keeps the precision a smaller type lost).
 type KVTypeSetter interface {
-	SetKVType(t KVType) (native.KVRequantReport, error)
+	SetKVType(t KVType) (KVChange, error)
 }
 
 var _ KVTypeSetter = (*native.Session)(nil)
+
+// KVChange is what one SetKVType call did.
+type KVChange = engine.KVChange
 
 // kvRequanter is implemented by engines whose sessions are KVTypeSetters.
 type kvRequanter interface{ RequantKVTypes() []engine.KVType }
