@@ -67,6 +67,10 @@ type Adapter struct {
 	prec   precisionSensors // manifest and tok/s target (adapt_precision.go)
 	ewma   float32
 	steps  stepClock // step time per thread count (adapt_threads.go)
+	// stepBase turns a Generate call's step into the session's (BeforeStep);
+	// lastStep is the last session step seen, stepped whether one was.
+	stepBase, lastStep int
+	stepped            bool
 	// wall is set for readings on the wall clock (live sensors): the policy
 	// is then also asked when MaxInterval passed since lastCall. A trace
 	// replay is paced by the step cadence alone, so it is reproducible.
@@ -210,9 +214,23 @@ func (a *Adapter) Stats() PolicyStats {
 }
 
 // BeforeStep is GenerateOptions.BeforeStep: it calls the policy when the
-// cadence is due and applies the decision.
+// cadence is due and applies the decision. The policy sees the session's
+// steps numbered across Generate calls: a step that does not advance
+// (Generate's step 0) starts a new call, numbered after the last one, and
+// the policy is always called there, so a reading pushed between two turns
+// reaches the first step of the next (its prefill); the pause between the
+// calls is not taken for a slow token.
 func (a *Adapter) BeforeStep(step int) error {
 	now := time.Now()
+	newCall := false
+	if a.stepped && a.stepBase+step <= a.lastStep {
+		a.stepBase = a.lastStep + 1 - step
+		a.lastTok = time.Time{}
+		newCall = true
+	}
+	a.stepped = true
+	step += a.stepBase
+	a.lastStep = step
 	if !a.lastTok.IsZero() {
 		if dt := now.Sub(a.lastTok).Seconds(); dt > 0 {
 			inst := float32(1 / dt)
@@ -233,7 +251,7 @@ func (a *Adapter) BeforeStep(step int) error {
 			}
 		}
 	}
-	if step < a.next && !a.overdue(now) {
+	if !newCall && step < a.next && !a.overdue(now) {
 		a.carryRepack(step)
 		return nil
 	}

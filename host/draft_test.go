@@ -41,7 +41,7 @@ func TestAttachDraft(t *testing.T) {
 		return sess
 	}
 	var want []int32
-	if _, err := Generate(context.Background(), newSession(t), GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Sampling: greedy,
+	if _, err := Generate(context.Background(), newSession(t), GenerateOptions{Prompt: prompt, NPredict: n, Sampling: greedy,
 		Emit: func(tok int32) error { want = append(want, tok); return nil }}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestAttachDraft(t *testing.T) {
 			defer dr.Close()
 			var got []int32
 			steps := 0
-			st, err := Generate(context.Background(), sess, GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Draft: dr, MeasureCPU: true,
+			st, err := Generate(context.Background(), sess, GenerateOptions{Prompt: prompt, NPredict: n, Draft: dr, MeasureCPU: true,
 				Emit: func(tok int32) error { got = append(got, tok); return nil },
 				BeforeStep: func(step int) error {
 					if (step == 0) != (steps == 0) {
@@ -146,8 +146,8 @@ func TestAttachDraft(t *testing.T) {
 		}
 		defer dr.Close()
 		for name, o := range map[string]GenerateOptions{
-			"another session": {Vocab: vocab, Prompt: prompt, NPredict: 4, Draft: dr},
-			"OnLogits":        {Vocab: vocab, Prompt: prompt, NPredict: 4, Draft: dr, OnLogits: func(int, []float32) error { return nil }},
+			"another session": {Prompt: prompt, NPredict: 4, Draft: dr},
+			"OnLogits":        {Prompt: prompt, NPredict: 4, Draft: dr, OnLogits: func(int, []float32) error { return nil }},
 		} {
 			s := sess
 			if name == "another session" {

@@ -286,8 +286,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		}
 		return nil
 	}
-	st, err := host.Generate(ctx, sess, host.GenerateOptions{Vocab: s.eng.Vocab(), Prompt: s.prompt.Tokens,
-		NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true, BeforeStep: mark})
+	st, err := host.Generate(ctx, sess, host.GenerateOptions{Prompt: s.prompt.Tokens,
+		NPredict: o.NGen, Sampling: greedy, IgnoreEOG: true, MeasureCPU: true, BeforeStep: mark})
 	if err != nil {
 		return err
 	}
@@ -295,8 +295,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	if s.mem != nil {
 		samp = s.mem.CPU() - samp0
 	}
-	if st.GeneratedTokens != o.NGen || st.DecodeTokens != o.NGen-2 {
-		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-2)
+	if st.GeneratedTokens != o.NGen || st.DecodeTokens != o.NGen-1 {
+		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-1)
 	}
 	r := Repeat{PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(),
 		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens,
