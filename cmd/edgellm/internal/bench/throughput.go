@@ -29,7 +29,7 @@ type Options struct {
 	Repeats int
 	// Threads for decode and prefill; 0 = all cores.
 	Threads int
-	// NCtx is the session context; 0 = min(2048, the training context).
+	// NCtx is the session context; 0 = SessionConfig.Resolve's default.
 	NCtx   int
 	KVType host.KVType
 	// Attention is the attention kernel of both engines (auto: flash on CPU).
@@ -229,10 +229,7 @@ func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 	loadTime := time.Since(t0)
 	rss1, pss1 := mem.Now()
 	info := eng.Info()
-	nctx := o.NCtx
-	if nctx == 0 {
-		nctx = min(2048, info.NCtxTrain)
-	}
+	nctx := host.SessionConfig{NCtx: o.NCtx}.Resolve(info.NCtxTrain).NCtx
 	if nctx > info.NCtxTrain {
 		eng.Close()
 		return nil, fmt.Errorf("context %d is above the model's training context %d: %w", nctx, info.NCtxTrain, ErrContext)
