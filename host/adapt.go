@@ -103,6 +103,9 @@ type PolicyStats struct {
 	Changes  int // calls whose decision changed what the engine does
 	Failures int // calls answered by the fallback (trap, deadline, bad status)
 	Swaps    int // tier swaps
+	// Refused counts changes the session refused (kept at the value in
+	// force, with a log line; RATIONALE.md, "A failed change").
+	Refused int
 	// RepackChanges counts changes of the repacked layers (ABI 1.4).
 	RepackChanges int
 	// PolicyTime is the time spent in policy calls, filling sensors included.
@@ -332,9 +335,20 @@ func (a *Adapter) abilities() policy.Abilities {
 	}
 }
 
+// refused logs a change the session refused (RATIONALE.md, "A failed
+// change"): the decision keeps the value in force.
+func (a *Adapter) refused(step int, knob string, want any, err error) {
+	a.st.Refused++
+	if a.log != nil {
+		fmt.Fprintf(a.log, "[policy step %d: %s %v not applied: %v]\n", step, knob, want, err)
+	}
+}
+
 // apply makes the engine follow d where it differs from the current
 // decision: policy.Apply says what the session takes, and a change the
-// engine then refuses keeps the current value.
+// engine then refuses keeps the current value, for every knob alike
+// (RATIONALE.md, "A failed change"): decoding goes on, and a session a
+// failed change left unusable stops generation at its next Decode.
 func (a *Adapter) apply(step int, d abi.Decision) error {
 	old := a.cur
 	if !a.haveCan {
@@ -343,18 +357,20 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	d = policy.Apply(old, d, a.can)
 	var changes []string
 	if d.Tier != old.Tier {
-		t, err := a.sess.(TierSwapper).SwapTier(int(d.Tier))
-		if err != nil {
-			return fmt.Errorf("policy: %w", err)
+		if t, err := a.sess.(TierSwapper).SwapTier(int(d.Tier)); err != nil {
+			a.refused(step, "tier", d.Tier, err)
+			d.Tier = old.Tier
+		} else {
+			a.st.Swaps++
+			a.haveCan = false // what the new tier's engine can do: asked again
+			changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
 		}
-		a.st.Swaps++
-		a.haveCan = false // what the new tier's engine can do: asked again
-		changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
 	}
 	if d.Threads != old.Threads {
-		if a.sess.(ThreadSetter).SetThreads(int(d.Threads)) == nil {
+		if err := a.sess.(ThreadSetter).SetThreads(int(d.Threads)); err == nil {
 			changes = append(changes, fmt.Sprintf("threads %d→%d", old.Threads, d.Threads))
 		} else {
+			a.refused(step, "threads", d.Threads, err)
 			d.Threads = old.Threads
 		}
 	}
@@ -363,7 +379,8 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	}
 	if d.LayerBits != old.LayerBits {
 		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
-			return fmt.Errorf("policy: %w", err)
+			a.refused(step, "layer bits", d.LayerBits[0], err)
+			d.LayerBits = old.LayerBits
 		} else if c != "" {
 			changes = append(changes, c)
 		}
@@ -421,9 +438,7 @@ func (a *Adapter) applyWindow(step int, d *abi.Decision, old abi.Decision, chang
 		err = a.sess.(WindowSetter).SetWindow(anchors, window)
 	}
 	if err != nil {
-		if a.log != nil {
-			fmt.Fprintf(a.log, "[policy step %d: window %d anchors %d not applied: %v]\n", step, d.Window, d.Anchors, err)
-		}
+		a.refused(step, "window", fmt.Sprintf("%d anchors %d", d.Window, d.Anchors), err)
 		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
 		return changes
 	}

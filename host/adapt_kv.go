@@ -44,12 +44,13 @@ func kvTypeLimits(eng Engine) []abi.KVType {
 func (a *Adapter) applyKVType(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
 	r, err := a.sess.(KVTypeSetter).SetKVType(KVType(d.KVType.String()))
 	if err != nil {
-		if a.log != nil {
-			fmt.Fprintf(a.log, "[policy step %d: KV type %s not applied: %v]\n", step, d.KVType, err)
-		}
 		if !r.Changed { // refused: nothing changed
+			a.refused(step, "KV type", d.KVType, err)
 			d.KVType = old.KVType
 			return changes
+		}
+		if a.log != nil { // changed, then releasing pages failed: kept
+			fmt.Fprintf(a.log, "[policy step %d: KV type %s: %v]\n", step, d.KVType, err)
 		}
 	}
 	return append(changes, fmt.Sprintf("KV %s→%s (requantized %d rows in %.1f ms, %d KiB released)",

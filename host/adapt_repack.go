@@ -87,9 +87,7 @@ func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, chang
 	a.repack.pending = false // a lower count cancels a raise in progress
 	c, err := rs.SetRepackLayers(want)
 	if err != nil && c.Released+c.Restored == 0 {
-		if a.log != nil {
-			fmt.Fprintf(a.log, "[policy step %d: repacked layers %d not applied: %v]\n", step, d.RepackLayers, err)
-		}
+		a.refused(step, "repacked layers", d.RepackLayers, err)
 		d.RepackLayers = old.RepackLayers
 		return changes
 	}
