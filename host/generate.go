@@ -77,7 +77,8 @@ type GenerateOptions struct {
 	// An error stops generation. Not with Draft.
 	OnLogits func(i int, logits []float32) error
 	// Draft, if set, generates with speculative decoding (AttachDraft on
-	// this session, which must not have decoded anything yet): the Draft's
+	// this session, which must not have decoded anything yet; a Draft is
+	// one call, not a conversation: its last token is not decoded): the Draft's
 	// own sampler (DraftOptions.Sampling) replaces Sampling, BeforeStep runs
 	// before each round, and the Stats' decode figures count rounds after
 	// the first.
