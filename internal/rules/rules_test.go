@@ -45,6 +45,7 @@ var edges = []edge{
 		"the llama.cpp engine: implements the contract over kernels' llama.h bindings"},
 	{"internal/native", []string{"host/engine", "internal/gguf", "internal/memfd", "internal/sample", "internal/tokenizer", "kernels"}, nil,
 		"the native engine: implements the contract over its own ggml graphs (not over the other engine)"},
+	{"internal/native", []string{"abi/specmodel"}, nil, "auto K chooses with the speculation model the default policy uses"},
 	{"internal/parity", []string{"host/engine", "internal/llamacpp", "internal/native", "internal/sample", "kernels"}, nil,
 		"parity compares the two engines, so it sits above both"},
 	{"internal/calib", []string{"host/engine", "internal/gguf", "internal/native", "internal/precision", "internal/sample", "kernels"}, nil,
@@ -65,6 +66,7 @@ var edges = []edge{
 	{"policy-sdk/policytest", []string{"abi", "host/policy", "host/trace", "policy-sdk", "policy-sdk/internal/wasmbuild"}, nil,
 		"runs a policy natively and as .wasm through the real host runtime"},
 	{"policies/...", []string{"abi", "policy-sdk"}, nil, "a policy is a guest: the ABI and the SDK only"},
+	{"policies/default", []string{"abi/specmodel"}, nil, "the speculation controller chooses K with the engine's own model"},
 
 	// Above host: the CLI, its internals, the C library.
 	{"cmd/libedgellm", []string{"cmd/libedgellm/internal/capi"}, nil, "main is a shell over the C API"},
@@ -99,7 +101,7 @@ var edges = []edge{
 
 // below is the layer under host: nothing in it may import a package above.
 func below(p string) bool {
-	return p == "abi" || p == "kernels" || p == "host/engine" || strings.HasPrefix(p, "internal/")
+	return p == "abi" || strings.HasPrefix(p, "abi/") || p == "kernels" || p == "host/engine" || strings.HasPrefix(p, "internal/")
 }
 
 // engines must not import each other.
