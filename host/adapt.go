@@ -128,7 +128,7 @@ func policyLimits(eng Engine, nCtx int) policy.Limits {
 	caps := eng.Capabilities()
 	l.MaxK = 0
 	if caps.Speculative {
-		l.MaxK = min(caps.MaxSpeculativeK, policy.MaxSpecK)
+		l.MaxK = min(caps.MaxSpeculativeK, abi.MaxSpecK)
 	}
 	l.MaxWindow = nCtx
 	l.KVTypes = kvTypeLimits(eng) // nil: fixed per session (adapt_kv.go)

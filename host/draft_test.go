@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/edgellm/edgellm/abi"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ func TestAttachDraft(t *testing.T) {
 		{"ngram", "ngram", "ngram", 3, false},
 		{"model", filepath.Join(d, "stories260K-first4layers.gguf"), filepath.Join(d, "stories260K-first4layers.gguf"), 4, false},
 		{"auto", "skip:3", "skip:3", 1, true},
-		{"k clamped", "skip:2", "skip:2", MaxDraftK + 5, false},
+		{"k clamped", "skip:2", "skip:2", abi.MaxSpecK + 5, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dr, err := AttachDraft(eng, newSession(t), DraftOptions{Spec: tc.spec, K: tc.k, Auto: tc.auto, Sampling: greedy})
@@ -67,8 +68,8 @@ func TestAttachDraft(t *testing.T) {
 			if got := dr.String(); got != tc.canon {
 				t.Errorf("String() = %q, want %q", got, tc.canon)
 			}
-			if !tc.auto && dr.K() != min(tc.k, MaxDraftK) {
-				t.Errorf("K() = %d, want %d", dr.K(), min(tc.k, MaxDraftK))
+			if !tc.auto && dr.K() != min(tc.k, abi.MaxSpecK) {
+				t.Errorf("K() = %d, want %d", dr.K(), min(tc.k, abi.MaxSpecK))
 			}
 			tok, err := dr.Start(prompt)
 			if err != nil {

@@ -32,7 +32,7 @@ type edge struct {
 // the rules are about what ships). Keep one entry per reason.
 var edges = []edge{
 	// The contract and the ABI: the bottom.
-	{"host/engine", []string{"abi"}, nil, "the engine contract's draft bound is the ABI's MaxSpecK"},
+	{"host/engine", []string{"abi"}, nil, "the engine contract's draft statistics are sized by the ABI's MaxSpecK"},
 
 	// Below host: formats, kernels and the two engines (internal/).
 	{"internal/precision", []string{"internal/gguf"}, nil, "a precision manifest is read from GGUF metadata"},
@@ -45,7 +45,8 @@ var edges = []edge{
 		"the llama.cpp engine: implements the contract over kernels' llama.h bindings"},
 	{"internal/native", []string{"host/engine", "internal/gguf", "internal/memfd", "internal/sample", "internal/tokenizer", "kernels"}, nil,
 		"the native engine: implements the contract over its own ggml graphs (not over the other engine)"},
-	{"internal/native", []string{"abi/specmodel"}, nil, "auto K chooses with the speculation model the default policy uses"},
+	{"internal/native", []string{"abi", "abi/specmodel"}, nil,
+		"the draft bound is the ABI's MaxSpecK; auto K chooses with the speculation model the default policy uses"},
 	{"internal/parity", []string{"host/engine", "internal/llamacpp", "internal/native", "internal/sample", "kernels"}, nil,
 		"parity compares the two engines, so it sits above both"},
 	{"internal/calib", []string{"host/engine", "internal/gguf", "internal/native", "internal/precision", "internal/sample", "kernels"}, nil,
