@@ -151,4 +151,4 @@ func (a *Adapter) repackDone() string {
 }
 
 // RepackNone as LoadOptions.RepackLayers repacks nothing at load.
-const RepackNone = native.RepackNone
+const RepackNone = engine.RepackNone

@@ -2,6 +2,9 @@ package engine
 
 import "time"
 
+// RepackNone as a repacked-layer count at load repacks nothing (0 is all).
+const RepackNone = -1
+
 // RepackState is how much of an engine's repacked weights is in use.
 type RepackState struct {
 	// Layers is the units using their repacked copy (layers from 0 up, the
