@@ -32,10 +32,6 @@ type PolicyOptions struct {
 	// Source, when set, is used instead of Sensors; the caller keeps it and
 	// closes it after the adapter.
 	Source SensorSource
-	// Session is the configuration the session was created with: its
-	// context length (0 is the engines' default, 2048 capped by the model),
-	// thread count and KV type are the policy's starting state and limits.
-	Session SessionConfig
 	// Log receives one line per decision change and per failed policy call;
 	// nil discards them.
 	Log io.Writer
@@ -43,14 +39,17 @@ type PolicyOptions struct {
 
 // AttachPolicy loads a policy for sess and returns the Adapter that runs it
 // in the decode loop: set GenerateOptions.BeforeStep to its BeforeStep, and
-// Close it after generation. It builds the sensor source, a policy runtime
-// limited to what eng and sess can apply, loads and verifies the policy,
-// and returns the compiler's freed heap to the OS before decoding starts.
-func AttachPolicy(ctx context.Context, eng Engine, sess Session, o PolicyOptions) (*Adapter, error) {
-	sc := o.Session
-	if sc.NCtx <= 0 {
-		sc.NCtx = min(2048, eng.Info().NCtxTrain)
+// Close it after generation. The session's engine and resolved
+// configuration (context length, thread count, KV type) are the policy's
+// starting state and limits. It builds the sensor source, a policy runtime
+// limited to what the engine and sess can apply, loads and verifies the
+// policy, and returns the compiler's freed heap to the OS before decoding
+// starts.
+func AttachPolicy(ctx context.Context, sess Session, o PolicyOptions) (*Adapter, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("AttachPolicy: nil Session")
 	}
+	eng, sc := sess.Engine(), sess.Config()
 	src, owned := o.Source, false
 	if src == nil {
 		var err error

@@ -64,6 +64,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -145,7 +146,8 @@ func (b *BackendBuffer) HugePageBytes() int64 { return b.huge }
 const hugePage = 2 << 20
 
 // RepackHugePages reports whether repack buffers are advised for transparent
-// huge pages: yes unless EDGELLM_REPACK_HUGEPAGES=0. Decode streams every
+// huge pages: yes unless SetRepackHugePages(false) (the CLI maps
+// EDGELLM_REPACK_HUGEPAGES=0 to it). Decode streams every
 // repacked weight once per token; with 4 KiB pages that is one TLB miss per
 // page (143,000 per token on a 558 MiB model). Quiet, one thread, SYNTHETIC
 // llama3.2-1b Q4_0 repacked: 29.7–31.0 tok/s advised against 25.4–28.0
@@ -153,7 +155,13 @@ const hugePage = 2 << 20
 // THP set to "never" the advice does nothing; set to "madvise" (Debian's and
 // most Android kernels' default) only advised memory gets huge pages. The
 // switch exists for kernels where compaction at load costs more than it gives.
-func RepackHugePages() bool { return os.Getenv("EDGELLM_REPACK_HUGEPAGES") != "0" }
+func RepackHugePages() bool { return !noRepackHugePages.Load() }
+
+// SetRepackHugePages turns the huge-page advice of repack buffers allocated
+// from now on on or off, process-wide (default on).
+func SetRepackHugePages(on bool) { noRepackHugePages.Store(!on) }
+
+var noRepackHugePages atomic.Bool
 
 // hugeMinBuffer is the smallest buffer adviseHuge advises: glibc serves an
 // allocation this large (its largest dynamic mmap threshold, 32 MiB on

@@ -183,9 +183,10 @@ func vmaFlags(t *testing.T, addr uintptr) string {
 
 // TestRepackHugePages: a repack buffer's 2 MiB-aligned interior is advised
 // MADV_HUGEPAGE (the mapping's VmFlags carry "hg"), unless
-// EDGELLM_REPACK_HUGEPAGES=0; a buffer below hugeMinBuffer is not (it may
-// come from a malloc arena). Nothing is written to the buffers, so their
-// 64 MiB are address space, not memory.
+// SetRepackHugePages(false) (EDGELLM_REPACK_HUGEPAGES=0 in the CLI); a
+// buffer below hugeMinBuffer is not (it may come from a malloc arena).
+// Nothing is written to the buffers, so their 64 MiB are address space,
+// not memory.
 func TestRepackHugePages(t *testing.T) {
 	requireRepack(t)
 	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -194,8 +195,9 @@ func TestRepackHugePages(t *testing.T) {
 	}
 	t.Logf("THP: %s", strings.TrimSpace(string(thp)))
 	const size = 2 * hugeMinBuffer
+	defer SetRepackHugePages(true)
 	for _, env := range []string{"", "0"} {
-		t.Setenv("EDGELLM_REPACK_HUGEPAGES", env)
+		SetRepackHugePages(env != "0")
 		b, err := NewRepackBuffer(size)
 		if err != nil {
 			t.Fatal(err)

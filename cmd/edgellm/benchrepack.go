@@ -14,7 +14,6 @@ import (
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // `edgellm bench --repack-sweep`: repacked weights as a live choice
@@ -151,7 +150,7 @@ func greedyNext(eng host.Engine, s host.Session) func(i int) (int32, error) {
 		if err := s.Logits(i, l); err != nil {
 			return 0, err
 		}
-		return kernels.Argmax(l), nil
+		return bench.Argmax(l), nil
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/native"
+	"github.com/edgellm/edgellm/internal/parity"
 )
 
 func init() {
@@ -64,7 +64,7 @@ func runParity(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack})
+	r, err := parity.Parity(path, parity.Options{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack})
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,8 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 	if path == "none" {
 		path = ""
 	}
-	a, err := host.AttachPolicy(c.Ctx, eng, sess, host.PolicyOptions{
-		Path: path, Inbox: o.PolicyInbox, Config: &cfg, Session: sc, Log: c.Stderr,
+	a, err := host.AttachPolicy(c.Ctx, sess, host.PolicyOptions{
+		Path: path, Inbox: o.PolicyInbox, Config: &cfg, Log: c.Stderr,
 		Sensors: o.Sensors, SensorOptions: host.SensorOptions{Interval: o.SensorInterval, TraceStepMs: o.TraceStepMs},
 	})
 	if errors.Is(err, host.ErrSensorSpec) {

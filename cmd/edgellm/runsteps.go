@@ -66,7 +66,7 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	}
 	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, WillNeedLayers: wn, Notices: c.Stderr})
 	if err != nil {
-		return nil, "", err
+		return nil, "", cliLoadError(err)
 	}
 	info := eng.Info()
 	if o.Ctx, err = fitCtx(c, o.Ctx, info.NCtxTrain); err != nil {

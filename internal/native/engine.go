@@ -73,7 +73,7 @@ type Options struct {
 }
 
 // RepackNone as Options.RepackLayers repacks nothing at load.
-const RepackNone = -1
+const RepackNone = engine.RepackNone
 
 // LoadReport describes what Load did.
 type LoadReport struct {

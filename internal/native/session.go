@@ -19,6 +19,7 @@ const defaultKVPad = 256
 // Not safe for concurrent use. Close it before its Engine.
 type Session struct {
 	eng    *Engine
+	sc     engine.SessionConfig // as created, resolved (Config)
 	cfg    *Config
 	nCtx   int
 	nBatch int
@@ -87,17 +88,11 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 		return nil, ErrClosed
 	}
 	cfg := &e.w.Config
+	sc = sc.Resolve(cfg.NCtxTrain)
 	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
-	if s.nCtx <= 0 {
-		s.nCtx = min(2048, cfg.NCtxTrain)
-	}
 	if s.nCtx > cfg.NCtxTrain {
 		return nil, fmt.Errorf("native: context %d exceeds the model's training context %d", s.nCtx, cfg.NCtxTrain)
 	}
-	if s.nBatch <= 0 {
-		s.nBatch = 512
-	}
-	s.nBatch = min(s.nBatch, s.nCtx)
 	typ, err := kvGGMLType(sc.KVType)
 	if err != nil {
 		return nil, err
@@ -106,6 +101,8 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	if threads <= 0 {
 		threads = e.defaultThreads()
 	}
+	sc.Threads = threads
+	s.sc = sc
 	ok := false
 	defer func() {
 		if !ok {

@@ -213,7 +213,7 @@ int main(int argc, char **argv) {
     struct edgellm_stats st;
     edgellm_stats_init(&st);
     rc = edgellm_session_stats(s, &st);
-    CHECK(rc == EDGELLM_OK && st.n_generated == c.tokens && st.n_prompt == 1 && st.n_ctx_used == 64,
+    CHECK(rc == EDGELLM_OK && st.n_generated == c.tokens && st.n_prompt == 1 && st.n_ctx_used == 65, /* BOS + 64 generated: every emitted token is in the KV cache */
           "stats rc %d: generated %d (callback saw %d), prompt %d, ctx %d", rc, st.n_generated, c.tokens, st.n_prompt, st.n_ctx_used);
 
     // ---- misuse: every case is an error code and a message, never a crash ----

@@ -233,7 +233,7 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	default:
 		return done(errorf(statusInvalidArgument, "edgellm_generate: an empty prompt continues nothing: the session already holds %d positions", s.sess.Len()), 0)
 	}
-	opts := host.GenerateOptions{NPredict: int(p.n_predict), Sampling: smp, StopAtEOG: true}
+	opts := host.GenerateOptions{NPredict: int(p.n_predict), Sampling: smp}
 	s.mu.Lock()
 	if s.policy != nil {
 		ad := s.policy.ad
@@ -258,7 +258,7 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 		}
 		return nil
 	}
-	opts.Vocab, opts.Prompt, opts.Emit = vocab, prompt, emit
+	opts.Prompt, opts.Emit = prompt, emit
 	st, err := host.Generate(ctx, s.sess, opts)
 	s.mu.Lock()
 	s.last = st
@@ -371,9 +371,9 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 			return errorf(statusBusy, "edgellm_policy_attach: a generation is running")
 		}
 		s.eng.mu.Lock()
-		ad, err := host.AttachPolicy(context.Background(), s.eng.eng, s.sess, host.PolicyOptions{
+		ad, err := host.AttachPolicy(context.Background(), s.sess, host.PolicyOptions{
 			Path: goString(p.bundle_path), Inbox: goString(p.inbox_dir), Config: &cfg, Sensors: goString(p.sensors),
-			SensorOptions: host.SensorOptions{Platform: s.platform}, Session: s.cfg,
+			SensorOptions: host.SensorOptions{Platform: s.platform},
 		})
 		s.eng.mu.Unlock()
 		if err != nil {
