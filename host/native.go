@@ -113,6 +113,6 @@ func abs(x int) int {
 
 // LoadOptions.WillNeedLayers values besides a count.
 const (
-	WillNeedAll  = native.WillNeedAll
-	WillNeedNone = native.WillNeedNone
+	WillNeedAll  = engine.WillNeedAll
+	WillNeedNone = engine.WillNeedNone
 )

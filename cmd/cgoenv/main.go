@@ -63,7 +63,11 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	env, err := cflags.Resolve(cflags.Options{OllamaDir: dir, March: *march, GOARCH: arch, NoRepack: *noRepack})
+	cache, err := cflags.CacheDir(os.Getenv("XDG_CACHE_HOME"), os.Getenv("HOME"))
+	if err != nil {
+		return err
+	}
+	env, err := cflags.Resolve(cflags.Options{OllamaDir: dir, March: *march, GOARCH: arch, NoRepack: *noRepack, CacheDir: cache})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,13 @@ import "time"
 // RepackNone as a repacked-layer count at load repacks nothing (0 is all).
 const RepackNone = -1
 
+// Read-ahead at load of the native engine's leading layers (besides a
+// count; 0 keeps the default): every layer, or none.
+const (
+	WillNeedAll  = -1
+	WillNeedNone = -2
+)
+
 // RepackState is how much of an engine's repacked weights is in use.
 type RepackState struct {
 	// Layers is the units using their repacked copy (layers from 0 up, the

@@ -135,8 +135,8 @@ var _ engine.Engine = (*Engine)(nil)
 
 // Options.WillNeedLayers values besides a count.
 const (
-	WillNeedAll  = -1 // every layer
-	WillNeedNone = -2 // nothing: every page faults in on first use
+	WillNeedAll  = engine.WillNeedAll  // every layer
+	WillNeedNone = engine.WillNeedNone // nothing: every page faults in on first use
 )
 
 // Load maps the model at path and validates it for the llama graph.

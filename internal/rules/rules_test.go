@@ -90,6 +90,8 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/calib", "internal/gguf", "internal/precision"}, []string{"quantize_clamp.go"},
 		"quantize clamps types to a precision manifest"},
 	{"cmd/edgellm", []string{"kernels"}, []string{"quantize.go"}, "quantize is llama_model_quantize"},
+	{"cmd/edgellm", []string{"internal/gguf"}, []string{"quantize.go"}, "quantize names the tensor whose rows llama.cpp refused"},
+	{"cmd/cgoenv", []string{"kernels/cflags"}, nil, "cgoenv prints the one definition of the cgo flags for an app's shell"},
 	{"cmd/edgellm", []string{"internal/gguf"}, []string{"inspect.go", "synth.go", "synthdefault.go"}, "inspect and synth read and write GGUF"},
 	{"cmd/edgellm", []string{"internal/synth"}, []string{"synth.go", "synthdefault.go"}, "synth writes synthetic models"},
 	{"cmd/edgellm", []string{"internal/logitlog"}, []string{"runsteps.go"}, "run --logits writes the logit log format"},

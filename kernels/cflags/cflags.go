@@ -45,8 +45,7 @@ type Options struct {
 	// NoRepack leaves GGML_USE_CPU_REPACK out (ggml's CPU_REPACK buffer type
 	// is then not registered).
 	NoRepack bool
-	// CacheDir is where the spinwait header is written: $XDG_CACHE_HOME, else
-	// $HOME/.cache, when empty (see DefaultCacheDir).
+	// CacheDir is where the spinwait header is written (see CacheDir).
 	CacheDir string
 }
 
@@ -57,18 +56,17 @@ type Env struct {
 	SpinwaitHeader string
 }
 
-// DefaultCacheDir is $XDG_CACHE_HOME/edgellm, else $HOME/.cache/edgellm: the
-// Makefile's rule.
-func DefaultCacheDir() (string, error) {
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("cflags: no cache directory: set XDG_CACHE_HOME or HOME (%w)", err)
-		}
-		base = filepath.Join(home, ".cache")
+// CacheDir is where the Makefile writes the spinwait header for a given
+// $XDG_CACHE_HOME and $HOME (passed in: library code reads no environment):
+// xdgCacheHome/edgellm, else home/.cache/edgellm.
+func CacheDir(xdgCacheHome, home string) (string, error) {
+	if xdgCacheHome != "" {
+		return filepath.Join(xdgCacheHome, "edgellm"), nil
 	}
-	return filepath.Join(base, "edgellm"), nil
+	if home == "" {
+		return "", fmt.Errorf("cflags: no cache directory: set XDG_CACHE_HOME or HOME")
+	}
+	return filepath.Join(home, ".cache", "edgellm"), nil
 }
 
 // SpinwaitHeaderName is the header's file name: spinwait-<POSIX cksum>.h.
@@ -89,15 +87,10 @@ func Resolve(o Options) (Env, error) {
 	if o.March == "" {
 		return Env{}, fmt.Errorf("cflags: March is empty (native, or a baseline such as x86-64-v2)")
 	}
-	dir := o.CacheDir
-	if dir == "" {
-		d, err := DefaultCacheDir()
-		if err != nil {
-			return Env{}, err
-		}
-		dir = d
+	if o.CacheDir == "" {
+		return Env{}, fmt.Errorf("cflags: CacheDir is empty (CacheDir(XDG_CACHE_HOME, HOME))")
 	}
-	hdr := filepath.Join(dir, "include", SpinwaitHeaderName())
+	hdr := filepath.Join(o.CacheDir, "include", SpinwaitHeaderName())
 	if err := writeOnce(hdr, spinwaitH); err != nil {
 		return Env{}, err
 	}

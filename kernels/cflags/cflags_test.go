@@ -57,7 +57,7 @@ func TestResolveWritesHeader(t *testing.T) {
 	if !strings.Contains(env.CPPFLAGS, "-DGGML_USE_CPU_REPACK") || !strings.Contains(env.CPPFLAGS, "-I"+inc) {
 		t.Errorf("CPPFLAGS %q", env.CPPFLAGS)
 	}
-	for _, bad := range []Options{{March: "native"}, {OllamaDir: t.TempDir(), March: "native"}, {OllamaDir: ollama}} {
+	for _, bad := range []Options{{March: "native", CacheDir: cache}, {OllamaDir: t.TempDir(), March: "native", CacheDir: cache}, {OllamaDir: ollama, CacheDir: cache}, {OllamaDir: ollama, March: "native"}} {
 		if _, err := Resolve(bad); err == nil {
 			t.Errorf("Resolve(%+v) accepted", bad)
 		}
