@@ -147,8 +147,31 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 }
 
 // Decode evaluates tokens at positions [Len(), Len()+len(tokens)) as one
-// graph and keeps logits for the last token or all of them.
+// graph and keeps logits for the last token or all of them. Under a window
+// a LogitsLast batch larger than the rings allow beside their windows (a
+// long prompt after a context shift) is decoded in consecutive batches
+// that fit.
 func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
+	if want == engine.LogitsLast && s.kv != nil && s.rings[0].window > 0 {
+		step := s.nBatch
+		for _, rg := range s.rings {
+			step = min(step, rg.end-s.anchors-rg.window)
+		}
+		if step > 0 && len(tokens) > step {
+			n := len(tokens)
+			for len(tokens) > step {
+				if err := s.decode(nil, tokens[:step], want); err != nil {
+					return err
+				}
+				tokens = tokens[step:]
+			}
+			if err := s.decode(nil, tokens, want); err != nil {
+				return err
+			}
+			s.lastN = n // Logits(n-1): the last token of the whole batch
+			return nil
+		}
+	}
 	return s.decode(nil, tokens, want)
 }
 
