@@ -2,9 +2,13 @@ package native
 
 import (
 	"errors"
+	"math"
+	"os"
+	"slices"
 	"testing"
 
 	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -145,4 +149,107 @@ func argmax(v []float32) int32 {
 		}
 	}
 	return int32(b)
+}
+
+// TestContextShiftPerplexity measures what a shifted context costs
+// (docs/BENCHMARKS.md): stories260K over text/stories.txt (796 tokens),
+// the perplexity of
+//   - full: one session holding every token (1024 slots);
+//   - ring: a 64-slot session with 4 anchors and a 44-token window
+//     decoding the whole text, past its context (absolute positions);
+//   - renumbered: for each token, a fresh 64-slot session given the same
+//     visible tokens (the 4 anchors and the last 44) at positions 0..47:
+//     what a context shift that renumbers positions computes (llama.cpp's);
+//   - chunks: the text cut into 64-token chunks, each a fresh 64-slot
+//     session (llama-perplexity's fresh contexts of the same size).
+//
+// The ring must stay within 10% of full (as TestWindowPerplexity's) and
+// below the chunks' (it always sees at least 44 tokens back; a chunk's
+// first tokens see almost none).
+func TestContextShiftPerplexity(t *testing.T) {
+	e, err := Load(sharedtest.Stories260K(t), Options{NoVocab: true, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	pieces, err := e.Weights().File.GetStringArray("tokenizer.ggml.tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := tokenizeGreedy(pieces, string(text))
+	nv := e.Config().NVocab
+	const nCtx, nb, anchors = 64, 16, 4
+	const window = nCtx - anchors - nb // 44: the ring fills the 64 slots
+	mk := func(n, batch int) *Session {
+		s, err := e.newSession(engine.SessionConfig{NCtx: n, NBatch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	full := mk(1024, nb)
+	defer full.Close()
+	nf, okf := nll(t, full, toks, nb, nv)
+	ring := mk(nCtx, nb)
+	defer ring.Close()
+	if err := ring.SetWindow(anchors, window); err != nil {
+		t.Fatal(err)
+	}
+	nr, okr := nll(t, ring, toks, nb, nv)
+
+	logits := make([]float32, nv)
+	lossAt := func(s *Session, ctx []int32, next int32) float64 {
+		if err := s.Decode(ctx, engine.LogitsLast); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Logits(len(ctx)-1, logits); err != nil {
+			t.Fatal(err)
+		}
+		return sample.LogSumExp(logits) - float64(logits[next])
+	}
+	fresh := mk(nCtx, anchors+window) // one batch per prediction
+	defer fresh.Close()
+	var sumRen float64
+	for p := 0; p+1 < len(toks); p++ { // predict toks[p+1] from what the ring shows at p
+		ctx := toks[:p+1]
+		if p+1 > anchors+window {
+			ctx = append(slices.Clone(toks[:anchors]), toks[p+1-window:p+1]...)
+		}
+		if err := fresh.Truncate(0); err != nil {
+			t.Fatal(err)
+		}
+		sumRen += lossAt(fresh, ctx, toks[p+1])
+	}
+	nRen := sumRen / float64(len(toks)-1)
+	var sumChunk float64
+	cnt := 0
+	for c := 0; c+1 < len(toks); c += nCtx {
+		chunk := toks[c:min(len(toks), c+nCtx)]
+		if len(chunk) < 2 {
+			break
+		}
+		if err := fresh.Truncate(0); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := nll(t, fresh, chunk, nb, nv)
+		sumChunk += n * float64(len(chunk)-1)
+		cnt += len(chunk) - 1
+	}
+	nChunk := sumChunk / float64(cnt)
+	pf, pr, pRen, pChunk := math.Exp(nf), math.Exp(nr), math.Exp(nRen), math.Exp(nChunk)
+	t.Logf("%d tokens: perplexity full %.3f; ring (64 slots: %d anchors + window %d, absolute positions) %.3f; renumbered positions, same tokens seen %.3f; fresh 64-token chunks %.3f",
+		len(toks), pf, anchors, window, pr, pRen, pChunk)
+	if !okf || !okr {
+		t.Fatal("non-finite logits")
+	}
+	if pr/pf > 1.10 {
+		t.Errorf("ring perplexity %.3f > 1.10 × full %.3f", pr, pf)
+	}
+	if pr >= pChunk {
+		t.Errorf("ring perplexity %.3f ≥ fresh chunks' %.3f", pr, pChunk)
+	}
 }
