@@ -119,8 +119,9 @@ func (s *Session) ringInUse() bool {
 // between steps: shrinking the window hides older positions at once and
 // releases the slots past the new ring; anchors can only be set while
 // Len() ≤ anchors or while no window is in force (positions are then at
-// slot = position, the anchors' slots). Positions keep their original values (no K re-rotation):
-// see RATIONALE.md. It is SetLayerWindows with every layer's window equal.
+// slot = position, the anchors' slots). Positions keep their original
+// values (no K re-rotation), past the context too: see RATIONALE.md. It is
+// SetLayerWindows with every layer's window equal.
 func (s *Session) SetWindow(anchors, window int) error {
 	if s.kv == nil {
 		return ErrClosed

@@ -150,7 +150,8 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 // graph and keeps logits for the last token or all of them. Under a window
 // a LogitsLast batch larger than the rings allow beside their windows (a
 // long prompt after a context shift) is decoded in consecutive batches
-// that fit.
+// that fit; if one fails, the batches before it stay decoded (Len says how
+// far it got).
 func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 	if want == engine.LogitsLast && s.kv != nil && s.rings[0].window > 0 {
 		step := s.nBatch
