@@ -165,3 +165,24 @@ func TestRunSpecWindowMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestRunContextShiftPolicy (#25 point 3, a policy-set window): the
+// default policy shrinks the KV window to 256 under a critical trim
+// (SIMULATED, replayed: testdata/traces/trim_critical.jsonl, trim level
+// 15 from record 10; --trace-step-ms 50 makes record i step i's reading),
+// and the run goes on to 600 tokens past --ctx 300.
+func TestRunContextShiftPolicy(t *testing.T) {
+	model := sharedtest.Stories260K(t)
+	wasm := buildPolicy(t, "default")
+	_, errs, code := runCLI(t, "run", "-m", model, "--engine", "native", "--ctx", "300", "-n", "600", "--temp", "0", "--threads", "1",
+		"--policy", wasm, "--policy-insecure",
+		"--sensors", "trace:../../testdata/traces/trim_critical.jsonl", "--trace-step-ms", "50")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"SIMULATED", "[policy step 10: window 300→256", "decode: 600 tokens"} {
+		if !strings.Contains(errs, want) {
+			t.Fatalf("no %q in:\n%s", want, errs)
+		}
+	}
+}
