@@ -165,7 +165,7 @@ func runRun(c *cmdEnv, args []string) error {
 	if err := applyWindow(c, o.windowOptions, eng, sess, o.Ctx, o.policyOptions.enabled()); err != nil {
 		return err
 	}
-	prompt, err := runPrompt(c, eng.Vocab(), &o)
+	prompt, err := runPrompt(c, eng.Vocab(), &o, o.policyOptions.enabled() && eng.Capabilities().SlidingWindow)
 	if err != nil {
 		return err
 	}

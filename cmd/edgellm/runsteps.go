@@ -84,8 +84,12 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 }
 
 // runPrompt tokenizes -p (BOS alone without it), shrinks a default -n to
-// what fits and checks that the prompt and -n fit --ctx.
-func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions) ([]int32, error) {
+// what fits and checks that the prompt and -n fit --ctx. With --window the
+// KV ring shifts the context (anchors plus the most recent tokens), so -n
+// may run past --ctx; with a policy on an engine with a sliding window
+// (policyWindow) an explicit -n may too, and generation stops at --ctx
+// with "context full" unless the policy has set a window by then.
+func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions, policyWindow bool) ([]int32, error) {
 	prompt := []int32{vocab.BOS()}
 	if o.Prompt != "" {
 		var err error
@@ -93,8 +97,15 @@ func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions) ([]int32, error) {
 			return nil, fmt.Errorf("tokenize prompt: %w", err)
 		}
 	}
+	if o.Window > 0 {
+		return prompt, nil // context shift (windowflags.go)
+	}
 	o.NPredict = fitNPredict(c, o.NPredict, len(prompt), o.Ctx)
 	if len(prompt)+o.NPredict > o.Ctx {
+		if policyWindow && len(prompt) <= o.Ctx {
+			c.Logf("-n %d past --ctx %d: generation goes on past position %d only under a KV window set by the policy", o.NPredict, o.Ctx, o.Ctx)
+			return prompt, nil
+		}
 		return nil, usagef("prompt of %d tokens + %d to generate exceed --ctx %d", len(prompt), o.NPredict, o.Ctx)
 	}
 	return prompt, nil
