@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +35,33 @@ func TestCAPI(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "capi_test")
 	run(t, "", "gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "../../include",
 		"testdata/capi_test.c", "-o", prog, "-L", dir, "-ledgellm", "-lpthread", "-Wl,-rpath,"+dir)
+	runCAPITest(t, prog, model)
+}
 
+// TestCAPIStatic is the iOS route on this machine: the library as a Go
+// c-archive (Go's c-shared does not run on iOS; an app links the archive
+// into its own binary), linked statically into the same C program TestCAPI
+// runs, which must pass the same way.
+func TestCAPIStatic(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("links with this machine's gcc")
+	}
+	model := sharedtest.Stories260K(t)
+	d := t.TempDir()
+	cmd := exec.Command("go", "build", "-buildmode=c-archive", "-o", filepath.Join(d, "libedgellm.a"), ".")
+	cmd.Env = libEnv()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -buildmode=c-archive: %v\n%s", err, b)
+	}
+	prog := filepath.Join(d, "capi_test_static")
+	run(t, "", "gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "../../include",
+		"testdata/capi_test.c", "-o", prog, filepath.Join(d, "libedgellm.a"), "-lpthread", "-ldl", "-lm", "-lstdc++")
+	runCAPITest(t, prog, model)
+}
+
+// runCAPITest runs a build of testdata/capi_test.c with two signed bundles.
+func runCAPITest(t *testing.T, prog, model string) {
+	t.Helper()
 	bundles, key := signedBundles(t, t.TempDir())
 	out := run(t, "", prog, model, bundles[0], bundles[1], key)
 	t.Logf("capi_test:\n%s", out)
@@ -42,8 +70,10 @@ func TestCAPI(t *testing.T) {
 	}
 }
 
-// libDir builds libedgellm.so once per test binary into a directory kept
-// until the process exits, and returns it.
+// libDir builds the library as `make lib` does, once per test binary, into
+// a directory kept until the process exits, and returns it: libedgellm.so.1
+// (the soname) with libedgellm.so linking to it, portable code generation
+// (libMarch), only the symbols of edgellm.map exported.
 func libDir(t *testing.T) string {
 	t.Helper()
 	libOnce.Do(func() {
@@ -52,17 +82,129 @@ func libDir(t *testing.T) string {
 			libErr = err
 			return
 		}
-		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(d, "libedgellm.so"), ".")
+		libPath = d
+		ext := "-extldflags=-Wl,-soname," + soname + " -Wl,--version-script=" + mustAbs("edgellm.map") + " -Wl,--no-undefined-version"
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags", ext, "-o", filepath.Join(d, soname), ".")
+		cmd.Env = libEnv()
 		if b, err := cmd.CombinedOutput(); err != nil {
 			libErr = fmt.Errorf("go build -buildmode=c-shared: %v\n%s", err, b)
 			return
 		}
-		libPath = d
+		libErr = os.Symlink(soname, filepath.Join(d, "libedgellm.so"))
 	})
 	if libErr != nil {
 		t.Fatal(libErr)
 	}
 	return libPath
+}
+
+// soname is the library's ELF soname (Makefile LIB_SONAME).
+const soname = "libedgellm.so.1"
+
+// libMarch is the portable baseline `make lib` compiles for (Makefile
+// LIB_MARCH): what an app ships must run on any CPU of its architecture.
+func libMarch() string {
+	if runtime.GOARCH == "arm64" {
+		return "armv8.2-a"
+	}
+	return "x86-64-v2"
+}
+
+// libEnv is the test's environment with -march in the cgo flags set to
+// libMarch, exactly as the Makefile's lib targets set it, so the build
+// cache serves both.
+func libEnv() []string {
+	march := regexp.MustCompile(`-march=\S+`)
+	env := os.Environ()
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "CGO_CFLAGS=") || strings.HasPrefix(kv, "CGO_CXXFLAGS=") {
+			env[i] = march.ReplaceAllString(kv, "-march="+libMarch())
+		}
+	}
+	return env
+}
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// TestCAPIOldHeader runs testdata/capi_v1_0_test.c, compiled against the
+// API 1.0 header as released (testdata/v1.0/edgellm.h), on this library:
+// the structs the library writes for it (1.0 *_init, session_stats) sit
+// between canaries that must stay intact, and it generates the golden text
+// through the 1.0 structs.
+func TestCAPIOldHeader(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the C test links a Linux shared library")
+	}
+	model := sharedtest.Stories260K(t)
+	dir := libDir(t)
+	prog := filepath.Join(t.TempDir(), "capi_v1_0_test")
+	run(t, "", "gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", "testdata/v1.0",
+		"testdata/capi_v1_0_test.c", "-o", prog, "-L", dir, "-ledgellm", "-Wl,-rpath,"+dir)
+	out := run(t, "", prog, model)
+	t.Logf("capi_v1_0_test:\n%s", out)
+	if !strings.Contains(out, " 0 failed") {
+		t.Fatalf("capi_v1_0_test reported failures:\n%s", out)
+	}
+}
+
+// TestCAPISymbols checks what the shared library shows the dynamic linker:
+// its soname, and exactly the functions include/edgellm.h declares as
+// exported symbols (nothing of llama.cpp, ggml or the Go runtime).
+func TestCAPISymbols(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ELF only")
+	}
+	lib := filepath.Join(libDir(t), soname)
+	dyn := run(t, "", "readelf", "-d", lib)
+	if !strings.Contains(dyn, "(SONAME)") || !strings.Contains(dyn, "["+soname+"]") {
+		t.Errorf("readelf -d shows no soname %s:\n%s", soname, dyn)
+	}
+	var got []string
+	for _, l := range strings.Split(run(t, "", "nm", "-D", "--defined-only", lib), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			got = append(got, strings.TrimSuffix(f[2], "@@"))
+		}
+	}
+	hdr, err := os.ReadFile("../../include/edgellm.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Non-static function declarations: "int edgellm_x(" at a line start,
+	// plus the 1.0 initialisers the library keeps for old programs.
+	var want []string
+	for _, m := range regexp.MustCompile(`(?m)^(?:int|void|const char \*)\s*(edgellm_\w+)\(`).FindAllStringSubmatch(string(hdr), -1) {
+		want = append(want, m[1])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^static inline void (edgellm_\w+_init)\(`).FindAllStringSubmatch(string(hdr), -1) {
+		if m[1] != "edgellm_model_info_init" { // new in 1.1: header only
+			want = append(want, m[1])
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("exported symbols differ from the header's functions:\n got  %v\n want %v", got, want)
+	}
+	t.Logf("%d exported symbols, soname %s", len(got), soname)
+	if runtime.GOARCH == "amd64" && libMarch() == "x86-64-v2" {
+		// x86-64-v2 has no AVX: no instruction may touch a ymm or zmm
+		// register (a -march=native build on this machine has thousands).
+		dis := exec.Command("objdump", "-d", "--no-show-raw-insn", lib)
+		b, err := dis.Output()
+		if err != nil {
+			t.Fatalf("objdump: %v", err)
+		}
+		n := strings.Count(string(b), "%ymm") + strings.Count(string(b), "%zmm")
+		if n > 0 {
+			t.Errorf("%d instructions use ymm/zmm registers in a build for x86-64-v2", n)
+		}
+	}
 }
 
 // TestMain removes the library libDir built.
@@ -82,9 +224,10 @@ var (
 
 // TestJNI is the Android path minus the phone: testdata/jni/EdgeLLM.java
 // (native methods) over a JNI shim in C over the library, compiled with
-// javac and gcc and run on the machine's JVM. It streams the golden text
-// into Java, stops from a Java listener, and pushes a thermal reading (a
-// valid one and one out of range). A machine without a JDK fails the test
+// javac and gcc and run on the machine's JVM with -Xcheck:jni. It streams
+// the golden text into Java, stops from a Java listener, streams 64 tokens
+// at temperature 100 as whole characters (the shim's default), and pushes a
+// thermal reading (a valid one and one out of range). A machine without a JDK fails the test
 // unless EDGELLM_NO_JAVA=1 says that is acceptable (.ci/run installs one).
 func TestJNI(t *testing.T) {
 	javac, err1 := exec.LookPath("javac")
@@ -106,9 +249,9 @@ func TestJNI(t *testing.T) {
 		"-I", filepath.Join(jdk, "include"), "-I", filepath.Join(jdk, "include", "linux"), "-I", "../../include",
 		"testdata/jni/edgellm_jni.c", "-o", filepath.Join(out, "libedgellm_jni.so"), "-L", lib, "-ledgellm", "-Wl,-rpath,"+lib)
 	run(t, "", javac, "-d", out, "testdata/jni/EdgeLLM.java")
-	got := run(t, "", java, "-Djava.library.path="+out, "-cp", out, "EdgeLLM", model)
+	got := run(t, "", java, "-Xcheck:jni", "-Djava.library.path="+out, "-cp", out, "EdgeLLM", model)
 	t.Logf("EdgeLLM:\n%s", got)
-	if !strings.Contains(got, "jni: 6 passed, 0 failed") {
+	if !strings.Contains(got, "jni: 7 passed, 0 failed") {
 		t.Fatalf("the Java program reported failures:\n%s", got)
 	}
 }
