@@ -169,7 +169,7 @@ LIB_MARCH        ?= $(if $(filter x86_64,$(ARCH)),x86-64-v2,armv8.2-a)
 LIB_MARCH_ARM64  ?= armv8.2-a
 LIB_SONAME       ?= libedgellm.so.1
 LIB_MAP          := $(CURDIR)/cmd/libedgellm/edgellm.map
-LIB_EXTLDFLAGS    = -Wl,-soname,$(1) -Wl,--version-script=$(LIB_MAP) -Wl,--undefined-version
+LIB_EXTLDFLAGS    = -Wl,-soname,$(1) -Wl,--version-script=$(LIB_MAP) -Wl,--no-undefined-version
 LIB_CGO_ENV       = CGO_CFLAGS='-O3 -march=$(LIB_MARCH) $(ARCH_FLAGS) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(LIB_MARCH) $(ARCH_FLAGS)'
 .PHONY: lib-static
 lib: cgo-check
@@ -240,9 +240,11 @@ build-arm64: cross-arm64-check cgo-check
 	@mv $(BIN_ARM64).tmp $(BIN_ARM64)
 
 # The C API for linux/arm64: $(LIB_ARM64), built in a temporary directory and
-# moved into place (the library's soname is its file name, so the name is
-# final from the start; a failed build leaves nothing behind). The first build
-# compiles llama.cpp for arm64 once more, in -shared code (minutes on 2 cores).
+# moved into place (the library's soname is its file name, libedgellm.so as
+# Android wants it, so the name is final from the start; a failed build leaves
+# nothing behind). Portable: -march=$(LIB_MARCH_ARM64), the version script of
+# `lib`. The first build compiles llama.cpp for arm64 once more, in -shared
+# code (minutes on 2 cores).
 LIB_ARM64 ?= lib/$(GOOS_ARM64)-arm64/libedgellm.so
 lib-arm64: cross-arm64-check cgo-check
 	@rm -rf $(dir $(LIB_ARM64)).tmp && mkdir -p $(dir $(LIB_ARM64)).tmp
