@@ -263,42 +263,51 @@ func edgellm_chat_apply(h C.edgellm_engine, tmpl *C.char, msgs *C.struct_edgellm
 
 // ---- session reset, save, restore ----
 
-// lockSession gets session h for a call that changes its context: not
-// while it generates, not from a callback; the caller unlocks s.eng.mu.
-func lockSession(fn string, h C.edgellm_session) (*sessionObj, error) {
-	s, err := get[*sessionObj](uint64(h), kindSession)
-	if err != nil {
-		return nil, err
+// lockSession gets session h for a call that reads or replaces its
+// context: refused from a callback, while it generates or once freed. The
+// session counts as busy until unlock (a generation, a free or a policy
+// attach meanwhile is refused, as during a generation), and its engine is
+// locked.
+func lockSession(fn string, h C.edgellm_session) (s *sessionObj, unlock func(), err error) {
+	if s, err = get[*sessionObj](uint64(h), kindSession); err != nil {
+		return nil, nil, err
 	}
 	if err := notInCallback(fn); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s.eng.mu.Lock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	switch {
 	case s.closed:
-		s.eng.mu.Unlock()
-		return nil, errorf(statusBadHandle, "%s: the session was freed", fn)
+		s.mu.Unlock()
+		return nil, nil, errorf(statusBadHandle, "%s: the session was freed", fn)
 	case s.busy.Load():
-		s.eng.mu.Unlock()
-		return nil, errorf(statusBusy, "%s: the session is generating", fn)
+		s.mu.Unlock()
+		return nil, nil, errorf(statusBusy, "%s: the session is generating", fn)
 	}
-	return s, nil
+	s.busy.Store(true)
+	s.mu.Unlock()
+	s.eng.mu.Lock()
+	s.used.Store(int32(s.sess.Len()))
+	return s, func() {
+		s.eng.mu.Unlock()
+		s.mu.Lock()
+		s.busy.Store(false)
+		s.mu.Unlock()
+	}, nil
 }
 
 //export edgellm_session_reset
 func edgellm_session_reset(h C.edgellm_session) C.int {
 	err := func() error {
-		s, err := lockSession("edgellm_session_reset", h)
+		s, unlock, err := lockSession("edgellm_session_reset", h)
 		if err != nil {
 			return err
 		}
-		defer s.eng.mu.Unlock()
+		defer unlock()
 		if err := s.sess.Truncate(0); err != nil {
 			return err
 		}
-		s.toks = s.toks[:0]
+		s.toks, s.toksLost = s.toks[:0], false
 		return nil
 	}()
 	return done(err, statusInternal)
@@ -313,11 +322,16 @@ func edgellm_session_save(h C.edgellm_session, buf unsafe.Pointer, capacity C.si
 		if nOut == nil || (buf == nil && capacity > 0) {
 			return errorf(statusInvalidArgument, "edgellm_session_save: n_out must not be NULL, buf only with cap 0")
 		}
-		s, err := lockSession("edgellm_session_save", h)
+		s, unlock, err := lockSession("edgellm_session_save", h)
 		if err != nil {
 			return err
 		}
-		toks := s.toks[:s.sess.Len()]
+		n := s.sess.Len()
+		if n > len(s.toks) || s.toksLost {
+			unlock()
+			return errorf(statusInternal, "edgellm_session_save: the session holds %d positions but only %d tokens are known", n, len(s.toks))
+		}
+		toks := s.toks[:n]
 		b := make([]byte, 0, 16+4*len(toks))
 		b = append(b, stateMagic...)
 		b = binary.LittleEndian.AppendUint32(b, uint32(s.eng.eng.Vocab().NVocab()))
@@ -325,7 +339,7 @@ func edgellm_session_save(h C.edgellm_session, buf unsafe.Pointer, capacity C.si
 		for _, t := range toks {
 			b = binary.LittleEndian.AppendUint32(b, uint32(t))
 		}
-		s.eng.mu.Unlock()
+		unlock()
 		*nOut = C.size_t(len(b))
 		if C.size_t(len(b)) > capacity {
 			return errorf(statusTooSmall, "edgellm_session_save: %d bytes, room for %d", len(b), capacity)
@@ -350,11 +364,11 @@ func edgellm_session_restore(h C.edgellm_session, buf unsafe.Pointer, n C.size_t
 		if uint64(len(b)) != 16+4*uint64(nt) {
 			return errorf(statusInvalidArgument, "edgellm_session_restore: %d bytes for %d tokens", len(b), nt)
 		}
-		s, err := lockSession("edgellm_session_restore", h)
+		s, unlock, err := lockSession("edgellm_session_restore", h)
 		if err != nil {
 			return err
 		}
-		defer s.eng.mu.Unlock()
+		defer unlock()
 		if v := s.eng.eng.Vocab().NVocab(); int(nv) != v {
 			return errorf(statusInvalidArgument, "edgellm_session_restore: a state of a %d-token vocabulary, this model has %d", nv, v)
 		}
@@ -371,7 +385,7 @@ func edgellm_session_restore(h C.edgellm_session, buf unsafe.Pointer, n C.size_t
 		if err := s.sess.Truncate(0); err != nil {
 			return err
 		}
-		s.toks = s.toks[:0]
+		s.toks, s.toksLost = s.toks[:0], false
 		const batch = 256
 		for i := 0; i < len(toks); i += batch {
 			if err := s.sess.Decode(toks[i:min(i+batch, len(toks))], host.LogitsLast); err != nil {

@@ -320,6 +320,10 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	if draft != "" && start != 0 {
 		return done(errorf(statusInvalidArgument, "edgellm_generate: a draft needs an empty session (new, or edgellm_session_reset); this one holds %d positions", start), 0)
 	}
+	if start > len(s.toks) { // positions the library did not see decoded: unknown tokens
+		s.toks = append(s.toks, make([]int32, start-len(s.toks))...)
+		s.toksLost = true
+	}
 	s.toks = append(s.toks[:start], prompt...)
 	s.used.Store(int32(len(s.toks)))
 	whole := p.flags&C.EDGELLM_GENERATE_UTF8_COMPLETE != 0

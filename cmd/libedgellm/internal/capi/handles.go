@@ -98,13 +98,14 @@ type sessionObj struct {
 	// has succeeded; both change only under mu, so a generation and a free
 	// exclude each other: a free during a generation is refused, a
 	// generation after a free finds closed.
-	busy   atomic.Bool
-	cancel atomic.Pointer[context.CancelFunc] // of the running generation
-	used   atomic.Int32                       // n_ctx_used during a generation
-	pbuf   []byte                             // token text scratch (Go side)
-	cbuf   *cbuffer                           // token text handed to C
-	utf8   utf8Joiner                         // EDGELLM_GENERATE_UTF8_COMPLETE
-	toks   []int32                            // every token fed or generated, in order (edgellm_session_save)
+	busy     atomic.Bool
+	cancel   atomic.Pointer[context.CancelFunc] // of the running generation
+	used     atomic.Int32                       // n_ctx_used during a generation
+	pbuf     []byte                             // token text scratch (Go side)
+	cbuf     *cbuffer                           // token text handed to C
+	utf8     utf8Joiner                         // EDGELLM_GENERATE_UTF8_COMPLETE
+	toks     []int32                            // every token fed or generated, in order (edgellm_session_save)
+	toksLost bool                               // toks has gaps: save refuses until a reset or restore
 
 	mu     sync.Mutex // guards busy/closed transitions, policy, last, live
 	closed bool
