@@ -273,8 +273,23 @@ func TestJNI(t *testing.T) {
 		"-I", filepath.Join(jdk, "include"), "-I", filepath.Join(jdk, "include", "linux"), "-I", "../../include",
 		"testdata/jni/edgellm_jni.c", "-o", filepath.Join(out, "libedgellm_jni.so"), "-L", lib, "-ledgellm", "-Wl,-rpath,"+lib)
 	run(t, "", javac, "-d", out, "testdata/jni/EdgeLLM.java")
-	got := run(t, "", java, "-Xcheck:jni", "-Djava.library.path="+out, "-cp", out, "EdgeLLM", model)
+	// The Go runtime installs signal handlers over the JVM's; libjsig
+	// (preloaded, as docs/ANDROID.md says) chains them, and CheckJNI then
+	// finds every JVM handler where it left it.
+	cmd := exec.Command(java, "-Xcheck:jni", "-Djava.library.path="+out, "-cp", out, "EdgeLLM", model)
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+filepath.Join(jdk, "lib", "libjsig.so"))
+	b, err := cmd.CombinedOutput()
+	got := string(b)
 	t.Logf("EdgeLLM:\n%s", got)
+	if err != nil {
+		t.Fatalf("java: %v", err)
+	}
+	if strings.Contains(got, "in native method") { // CheckJNI's WARNING or FATAL ERROR
+		t.Errorf("CheckJNI complained:\n%s", got)
+	}
+	if strings.Contains(got, "Handler was modified") {
+		t.Errorf("the JVM's signal handlers were replaced despite libjsig:\n%s", got)
+	}
 	if !strings.Contains(got, "jni: 7 passed, 0 failed") {
 		t.Fatalf("the Java program reported failures:\n%s", got)
 	}

@@ -17,7 +17,7 @@ public final class EdgeLLM {
 
     static native long engineLoad(String model);
     static native long sessionNew(long engine);
-    static native int generate(long session, int nPredict, float temperature, TokenListener listener);
+    static native int generate(long session, int nPredict, float temperature, long seed, TokenListener listener);
     static native int sessionReset(long session);
     static native int pushThermal(long session, int status);
     static native int sessionFree(long session);
@@ -35,20 +35,20 @@ public final class EdgeLLM {
         }
         long session = sessionNew(engine);
         StringBuilder text = new StringBuilder();
-        int rc = generate(session, 64, 0f, t -> { text.append(t); return true; });
+        int rc = generate(session, 64, 0f, 42, t -> { text.append(t); return true; });
         if (rc == 0 && text.toString().startsWith(golden)) { passed++; } else { failed++; System.out.println("FAIL generate rc " + rc + ": \"" + text + "\" " + lastError()); }
         System.out.println("java got: " + text);
 
         long second = sessionNew(engine); // a fresh context: from BOS again
         int[] n = {0};
-        rc = generate(second, 32, 0f, t -> ++n[0] < 3);
+        rc = generate(second, 32, 0f, 42, t -> ++n[0] < 3);
         if (rc == 7 && n[0] == 3) { passed++; } else { failed++; System.out.println("FAIL stop from Java: rc " + rc + " after " + n[0]); }
 
         // Temperature 100: byte tokens come up; every piece must be whole
         // characters (a lone surrogate would mean a split one).
         int[] bad = {0}, pieces = {0};
         StringBuilder hot = new StringBuilder();
-        rc = sessionReset(second) == 0 ? generate(second, 64, 100f, t -> {
+        rc = sessionReset(second) == 0 ? generate(second, 64, 100f, 7, t -> {
             pieces[0]++;
             for (int i = 0; i < t.length(); i++) {
                 char c = t.charAt(i);

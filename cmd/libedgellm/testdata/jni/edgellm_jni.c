@@ -62,10 +62,11 @@ static int on_token(const char *text, int32_t len, int32_t token, void *user) {
     jstring str = (*l->env)->NewString(l->env, l->buf, n);
     jboolean more = (*l->env)->CallBooleanMethod(l->env, l->obj, l->on_token, str);
     (*l->env)->DeleteLocalRef(l->env, str);
+    if ((*l->env)->ExceptionCheck(l->env)) return 1; // the listener threw: stop; Java sees it on return
     return more ? 0 : 1;
 }
 
-JNIEXPORT jint JNICALL Java_EdgeLLM_generate(JNIEnv *env, jclass cls, jlong session, jint n, jfloat temperature, jobject listener) {
+JNIEXPORT jint JNICALL Java_EdgeLLM_generate(JNIEnv *env, jclass cls, jlong session, jint n, jfloat temperature, jlong seed, jobject listener) {
     (void)cls;
     struct listener l = {.env = env, .obj = listener};
     jclass lc = (*env)->GetObjectClass(env, listener);
@@ -74,6 +75,7 @@ JNIEXPORT jint JNICALL Java_EdgeLLM_generate(JNIEnv *env, jclass cls, jlong sess
     edgellm_generate_params_init(&p);
     p.n_predict = n;
     p.temperature = temperature;
+    p.seed = (uint64_t)seed;
     if (temperature > 1) { // the whole distribution: every token may come up
         p.top_k = 0;
         p.top_p = 1;
