@@ -75,7 +75,7 @@ echo "capi-arm64: $lib with $cc, run on $qemu -cpu $cpu"
 
 # A runaway emulation must not hold CI: at most 15 minutes.
 t0=$(date +%s)
-timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_test" "$model" "$work/rev1.tar.gz" "$work/rev2.tar.gz" "$work/key.pub" emulated \
+EDGELLM_CAPI_TEST_GENERATE_DELAY_US=300 timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_test" "$model" "$work/rev1.tar.gz" "$work/rev2.tar.gz" "$work/key.pub" emulated \
   >"$work/out" 2>&1
 code=$?
 secs=$(($(date +%s) - t0))

@@ -14,11 +14,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/host/policy"
 )
+
+// testGenerateDelay is a pause between looking up the session and claiming
+// it in edgellm_generate, set by the environment variable
+// EDGELLM_CAPI_TEST_GENERATE_DELAY_US for capi_test.c's race of a
+// generation against edgellm_session_free (which without the pause meets
+// the window a few times in a thousand). Unset in apps.
+var testGenerateDelay = func() time.Duration {
+	us, _ := strconv.Atoi(os.Getenv("EDGELLM_CAPI_TEST_GENERATE_DELAY_US"))
+	return time.Duration(us) * time.Microsecond
+}()
 
 // goString copies a C string; NULL is "".
 func goString(s *C.char) string {
@@ -245,6 +258,9 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	s, err := get[*sessionObj](uint64(h), kindSession)
 	if err != nil {
 		return done(err, statusInternal)
+	}
+	if testGenerateDelay > 0 {
+		time.Sleep(testGenerateDelay) // widens the window a racing edgellm_session_free must not slip through
 	}
 	if p == nil || cb == nil {
 		return done(errorf(statusInvalidArgument, "edgellm_generate: params and callback must not be NULL"), 0)
