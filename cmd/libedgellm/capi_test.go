@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/policy"
@@ -343,7 +345,11 @@ func signedBundles(t *testing.T, dir string) ([2]string, string) {
 // a non-zero exit.
 func run(t *testing.T, dir string, name string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(name, args...)
+	// A deadlock (a call from a callback that waits for the engine its
+	// generation holds) fails here, not at the suite's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	b, err := cmd.CombinedOutput()
 	if err != nil {

@@ -735,9 +735,16 @@ int main(int argc, char **argv) {
     rc = edgellm_policy_load(pol, bundle2);
     edgellm_session_stats(ps, &st);
     CHECK(rc == EDGELLM_OK && st.policy_revision == 2, "hot reload: rc %d, revision %lld", rc, (long long)st.policy_revision);
+    // The policy runtime's warning goes to the log callback, not stderr.
+    struct log_count plc = {0};
+    edgellm_log_set(log_cb, &plc);
+    edgellm_log_level(EDGELLM_LOG_WARN);
     rc = edgellm_policy_load(pol, bundle1);
     CHECK(rc == EDGELLM_ERR_POLICY && strstr(edgellm_last_error(), "revision") != NULL,
           "an older revision: rc %d (%s)", rc, edgellm_last_error());
+    CHECK(plc.messages == 1 && plc.errors == 0, "the refused reload logged %d messages through the callback", plc.messages);
+    edgellm_log_level(EDGELLM_LOG_ERROR);
+    edgellm_log_set(NULL, NULL);
     CHECK(edgellm_policy_load(pol, "/nonexistent/bundle") != EDGELLM_OK, "missing bundle accepted");
     edgellm_session_stats(ps, &st);
     CHECK(st.policy_revision == 2, "refused bundles replaced the policy: revision %lld", (long long)st.policy_revision);

@@ -524,7 +524,7 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		if p.bundle_path == nil && p.inbox_dir == nil {
 			return errorf(statusInvalidArgument, "edgellm_policy_attach: neither bundle_path nor inbox_dir is set")
 		}
-		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir))
+		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir)).WithLogger(policyLog)
 		if p.trusted_key != nil {
 			td, err := policy.ReadTrust(C.GoString(p.trusted_key))
 			if err != nil {
