@@ -237,6 +237,14 @@ struct edgellm_policy_params {
                                 across restarts (rollback protection); NULL: memory only */
     const char *sensors;     /* "live" (NULL): this device, plus what the app pushes */
     int32_t insecure;        /* 1: accept a loose .wasm (development only) */
+    /* 1.1: the directory of the WebAssembly compilation cache, shared by
+     * every attach of the process and kept across runs: an attach that
+     * finds the policy compiled there skips the compilation (measured in
+     * docs/STATUS.md, "C API for apps": seconds without, ~0.1-0.4 s with, on
+     * a busy desktop). On Android pass Context.getCacheDir() + "/wazero":
+     * the default, $XDG_CACHE_HOME or $HOME/.cache else TMPDIR, is not
+     * writable by an app. "-": no cache. */
+    const char *cache_dir;
 };
 
 /* ---- stats ------------------------------------------------------------ */

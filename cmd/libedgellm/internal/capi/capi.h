@@ -46,7 +46,17 @@ struct edgellm_stats_v1_0 {
     int64_t policy_failures;
     int64_t policy_revision;
 };
+struct edgellm_policy_params_v1_0 {
+    uint32_t size;
+    const char *bundle_path;
+    const char *trusted_key;
+    const char *inbox_dir;
+    const char *state_dir;
+    const char *sensors;
+    int32_t insecure;
+};
 enum {
+    size_policy_params_v1_0 = sizeof(struct edgellm_policy_params_v1_0),
     size_engine_params_v1_0 = sizeof(struct edgellm_engine_params_v1_0),
     size_generate_params_v1_0 = sizeof(struct edgellm_generate_params_v1_0),
     size_stats_v1_0 = sizeof(struct edgellm_stats_v1_0),

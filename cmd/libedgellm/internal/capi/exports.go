@@ -492,17 +492,17 @@ func pushSensors(fn string, r *C.struct_edgellm_sensors) C.int {
 
 // ---- policy ----
 
-// edgellm_policy_params_init is API 1.0's (the struct has not changed).
+// edgellm_policy_params_init is API 1.0's: it writes the 1.0 struct.
 //
 //export edgellm_policy_params_init
 func edgellm_policy_params_init(p *C.struct_edgellm_policy_params) {
-	edgellm_policy_params_init_sized(p, C.sizeof_struct_edgellm_policy_params)
+	edgellm_policy_params_init_sized(p, C.size_policy_params_v1_0)
 }
 
 //export edgellm_policy_params_init_sized
 func edgellm_policy_params_init_sized(p *C.struct_edgellm_policy_params, size C.uint32_t) C.int {
 	d := C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
-	return initSized("edgellm_policy_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.sizeof_struct_edgellm_policy_params)
+	return initSized("edgellm_policy_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_policy_params_v1_0, C.sizeof_struct_edgellm_policy_params)
 }
 
 //export edgellm_policy_attach
@@ -515,16 +515,19 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		if p == nil || out == nil {
 			return errorf(statusInvalidArgument, "edgellm_policy_attach: params and out must not be NULL")
 		}
-		if err := checkSize("edgellm_policy_params", p.size, C.sizeof_struct_edgellm_policy_params); err != nil {
+		if err := checkSize("edgellm_policy_params", p.size, C.size_policy_params_v1_0, C.sizeof_struct_edgellm_policy_params); err != nil {
 			return err
 		}
+		pp := C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
+		readIn(unsafe.Pointer(&pp), unsafe.Pointer(p), p.size)
+		p = &pp
 		if err := notInCallback("edgellm_policy_attach"); err != nil {
 			return err
 		}
 		if p.bundle_path == nil && p.inbox_dir == nil {
 			return errorf(statusInvalidArgument, "edgellm_policy_attach: neither bundle_path nor inbox_dir is set")
 		}
-		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir)).WithLogger(policyLog)
+		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir)).WithLogger(policyLog).WithCacheDir(goString(p.cache_dir))
 		if p.trusted_key != nil {
 			td, err := policy.ReadTrust(C.GoString(p.trusted_key))
 			if err != nil {
