@@ -40,7 +40,8 @@
  *   second edgellm_generate on the same engine waits for the first. A second
  *   edgellm_generate on the same *session* while one runs returns
  *   EDGELLM_ERR_BUSY.
- * - edgellm_cancel, edgellm_sensors_push, edgellm_session_stats,
+ * - edgellm_cancel, edgellm_sensors_push, edgellm_device_sensors_push,
+ *   edgellm_session_stats, edgellm_log_set, edgellm_log_level,
  *   edgellm_last_error and edgellm_api_version never wait for a generation:
  *   call them from the UI thread, a sensor callback or a watchdog while
  *   another thread generates.
@@ -241,9 +242,10 @@ struct edgellm_policy_params {
      * every attach of the process and kept across runs: an attach that
      * finds the policy compiled there skips the compilation (measured in
      * docs/STATUS.md, "C API for apps": seconds without, ~0.1-0.4 s with, on
-     * a busy desktop). On Android pass Context.getCacheDir() + "/wazero":
-     * the default, $XDG_CACHE_HOME or $HOME/.cache else TMPDIR, is not
-     * writable by an app. "-": no cache. */
+     * a busy desktop). NULL: $XDG_CACHE_HOME or $HOME/.cache, else TMPDIR,
+     * + "/edgellm/wazero"; on Android pass Context.getCacheDir() + "/wazero"
+     * (an app cannot write the fallback, and attach fails on a cache
+     * directory it cannot create). "-": no cache. */
     const char *cache_dir;
 };
 
