@@ -72,6 +72,7 @@ func SetLogFunc(fn func(level LogLevel, text []byte)) {
 func init() {
 	log.w = os.Stderr
 	log.level = LogWarn
+	log.prev = LogInfo
 	// Package init runs after ollama's ggml package init, which installs a
 	// slog-based sink: replace it so the default is warnings and errors only.
 	C.edgellm_log_set_level(C.int(log.level))
