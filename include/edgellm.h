@@ -99,7 +99,7 @@ typedef enum edgellm_status {
     EDGELLM_ERR_POLICY = 6,           /* a policy bundle was refused (signature, revision, expiry, ABI) */
     EDGELLM_ERR_CANCELLED = 7,        /* edgellm_cancel, or the callback asked to stop */
     EDGELLM_ERR_CONTEXT_FULL = 8,     /* the session's context is full */
-    EDGELLM_ERR_BUSY = 9,             /* the session is generating, or has dependants */
+    EDGELLM_ERR_BUSY = 9,             /* the session is generating, has dependants, or the call came from a callback */
     EDGELLM_ERR_INTERNAL = 10,        /* anything else; the message says what */
     EDGELLM_ERR_TOO_SMALL = 11        /* (1.1) an output buffer is too small; *n_out says how much is needed */
 } edgellm_status;
