@@ -282,7 +282,11 @@ func TestJNI(t *testing.T) {
 	// (preloaded, as docs/ANDROID.md says) chains them, and CheckJNI then
 	// finds every JVM handler where it left it.
 	cmd := exec.Command(java, "-Xcheck:jni", "-Djava.library.path="+out, "-cp", out, "EdgeLLM", model)
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+filepath.Join(jdk, "lib", "libjsig.so"))
+	jsig := filepath.Join(jdk, "lib", "libjsig.so")
+	if _, err := os.Stat(jsig); err != nil {
+		t.Fatalf("the JDK at %s has no lib/libjsig.so: %v", jdk, err)
+	}
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+jsig)
 	b, err := cmd.CombinedOutput()
 	got := string(b)
 	t.Logf("EdgeLLM:\n%s", got)
