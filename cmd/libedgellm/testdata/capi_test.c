@@ -541,6 +541,29 @@ int main(int argc, char **argv) {
         CHECK(edgellm_chat_apply(e, "chatml", msgs, 2, 1, chat, 8, &cn) == EDGELLM_ERR_TOO_SMALL && cn > 8, "chat_apply too small");
         CHECK(edgellm_chat_apply(e, "no-such-template", msgs, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT,
               "chat_apply unknown template");
+        // Misuse of the 1.1 entry points: documented codes, never a crash.
+        CHECK(edgellm_model_info(e, NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "model_info NULL");
+        CHECK(edgellm_model_info(0, &mi) == EDGELLM_ERR_BAD_HANDLE, "model_info bad engine");
+        CHECK(edgellm_detokenize(e, NULL, 1, text, sizeof text, &tn) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize NULL tokens");
+        CHECK(edgellm_detokenize(e, toks, 1, text, sizeof text, NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize NULL n_out");
+        CHECK(edgellm_detokenize(e, toks, -1, text, sizeof text, &tn) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize n -1");
+        CHECK(edgellm_tokenize(e, "x", 1, toks, -1, &n2) == EDGELLM_ERR_INVALID_ARGUMENT, "tokenize n_max -1");
+        CHECK(edgellm_chat_apply(e, "chatml", NULL, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "chat_apply NULL msgs");
+        struct edgellm_chat_message holes[1] = {{NULL, "x"}};
+        CHECK(edgellm_chat_apply(e, "chatml", holes, 1, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "chat_apply NULL role");
+        CHECK(edgellm_chat_apply(e, "chatml", msgs, 2, 1, NULL, 10, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "chat_apply NULL buf");
+        CHECK(edgellm_chat_apply(0, "chatml", msgs, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_BAD_HANDLE, "chat_apply bad engine");
+        CHECK(edgellm_session_save(s, NULL, 0, NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "save NULL n_out");
+        CHECK(edgellm_session_save(s, NULL, 10, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "save NULL buf with a size");
+        CHECK(edgellm_session_restore(s, NULL, 10) == EDGELLM_ERR_INVALID_ARGUMENT, "restore NULL");
+        CHECK(edgellm_session_save((edgellm_session)e, NULL, 0, &cn) == EDGELLM_ERR_BAD_HANDLE, "save an engine handle");
+        struct edgellm_sensors dev;
+        edgellm_sensors_init(&dev);
+        dev.size = 7;
+        CHECK(edgellm_device_sensors_push(&dev) == EDGELLM_ERR_STRUCT_SIZE, "device push size 7");
+        struct edgellm_engine_params eb;
+        CHECK(edgellm_engine_params_init_sized(&eb, 12) == EDGELLM_ERR_STRUCT_SIZE, "engine params size 12");
+        CHECK(edgellm_stats_init_sized(NULL, sizeof(struct edgellm_stats)) == EDGELLM_ERR_INVALID_ARGUMENT, "stats init NULL");
         if (mi.chat_template[0] == 0)
             CHECK(edgellm_chat_apply(e, NULL, msgs, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT,
                   "chat_apply with a model without a template");
