@@ -179,14 +179,37 @@ soak: build policies
 demo: build
 	./$(BIN) run -n 64
 
-# The C API (include/edgellm.h, written by hand): lib/libedgellm.so for this
-# machine. TestCAPI (in make test) builds its own copy and runs a C program
-# against it; README "Embed in an app". The build cache serves both: a
-# rebuild is a link (the exports live outside the main package, see
-# cmd/libedgellm/main.go); `make lib-arm64` is the linux/arm64 one.
+# The C API (include/edgellm.h, written by hand): lib/libedgellm.so.1 (the
+# soname; lib/libedgellm.so links to it) and lib/libedgellm.a (c-archive, the
+# iOS route: Go's c-shared does not run on iOS). Built portable by default:
+# -march=$(LIB_MARCH) (x86-64-v2: SSE4.2/POPCNT, no AVX: runs on any x86-64
+# CPU since ~2009, ggml's matrix kernels slower than AVX2's; LIB_MARCH=x86-64-v3
+# for AVX2, LIB_MARCH=native for this CPU only). Only the functions in
+# cmd/libedgellm/edgellm.map are exported. Other flags than the main build's
+# compile llama.cpp once more (~6-7 minutes on 2 busy cores, then cached);
+# TestCAPI builds with the same flags, so make test pays it once too
+# (cmd/libedgellm/capi_test.go libMarch). The exports live outside the main
+# package (cmd/libedgellm/main.go) so a rebuild is a link.
+LIB_MARCH        ?= $(if $(filter x86_64,$(ARCH)),x86-64-v2,armv8.2-a)
+LIB_MARCH_ARM64  ?= armv8.2-a
+LIB_SONAME       ?= libedgellm.so.1
+LIB_MAP          := $(CURDIR)/cmd/libedgellm/edgellm.map
+LIB_EXTLDFLAGS    = -Wl,-soname,$(1) -Wl,--version-script=$(LIB_MAP) -Wl,--no-undefined-version
+LIB_CGO_ENV       = CGO_CFLAGS='-O3 -march=$(LIB_MARCH) $(ARCH_FLAGS) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(LIB_MARCH) $(ARCH_FLAGS)'
+.PHONY: lib-static
 lib: cgo-check
-	$(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o lib/libedgellm.so ./cmd/libedgellm
-	rm -f lib/libedgellm.h  # cgo's generated header: include/edgellm.h is the contract
+	@mkdir -p lib
+	$(LIB_CGO_ENV) $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS) -extldflags "$(call LIB_EXTLDFLAGS,$(LIB_SONAME))"' -o lib/$(LIB_SONAME) ./cmd/libedgellm
+	ln -sf $(LIB_SONAME) lib/libedgellm.so
+	rm -f lib/libedgellm.h lib/$(basename $(LIB_SONAME)).h  # cgo's generated header: include/edgellm.h is the contract
+
+# The static library (c-archive) for iOS-style linking: lib/libedgellm.a. Every
+# global symbol of llama.cpp/ggml stays visible in an archive (no version script
+# applies); the app links it with -lpthread -ldl -lm -lstdc++ (TestCAPIStatic).
+lib-static: cgo-check
+	@mkdir -p lib
+	$(LIB_CGO_ENV) $(GO) build -buildmode=c-archive -ldflags '$(LDFLAGS)' -o lib/libedgellm.a ./cmd/libedgellm
+	rm -f lib/libedgellm.h
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
@@ -242,13 +265,16 @@ build-arm64: cross-arm64-check cgo-check
 	@mv $(BIN_ARM64).tmp $(BIN_ARM64)
 
 # The C API for linux/arm64: $(LIB_ARM64), built in a temporary directory and
-# moved into place (the library's soname is its file name, so the name is
-# final from the start; a failed build leaves nothing behind). The first build
-# compiles llama.cpp for arm64 once more, in -shared code (minutes on 2 cores).
+# moved into place (the library's soname is its file name, libedgellm.so as
+# Android wants it, so the name is final from the start; a failed build leaves
+# nothing behind). Portable: -march=$(LIB_MARCH_ARM64), the version script of
+# `lib`. The first build compiles llama.cpp for arm64 once more, in -shared
+# code (minutes on 2 cores).
 LIB_ARM64 ?= lib/$(GOOS_ARM64)-arm64/libedgellm.so
 lib-arm64: cross-arm64-check cgo-check
 	@rm -rf $(dir $(LIB_ARM64)).tmp && mkdir -p $(dir $(LIB_ARM64)).tmp
-	$(CROSS_ARM64_ENV) $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) ./cmd/libedgellm || { rm -rf $(dir $(LIB_ARM64)).tmp; exit 1; }
+	$(CROSS_ARM64_ENV) CGO_CFLAGS='-O3 -march=$(LIB_MARCH_ARM64) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(LIB_MARCH_ARM64)' \
+	  $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS) -extldflags "$(call LIB_EXTLDFLAGS,$(notdir $(LIB_ARM64)))"' -o $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) ./cmd/libedgellm || { rm -rf $(dir $(LIB_ARM64)).tmp; exit 1; }
 	@mkdir -p $(dir $(LIB_ARM64)) && mv $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) $(LIB_ARM64) && rm -rf $(dir $(LIB_ARM64)).tmp
 
 # Smoke run of the arm64 binary under qemu-aarch64: version, the golden text on
