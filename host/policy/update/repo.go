@@ -53,7 +53,7 @@ type Custom struct {
 	ABIMin           string `json:"abi_min"`       // lowest host ABI that runs it: MAJOR.0 (minors are backward compatible)
 	ABIMax           string `json:"abi_max"`       // highest: MAJOR.x
 	SHA256           string `json:"module_sha256"` // the module's digest (TUF's hashes carry it too)
-	MinEngineVersion string `json:"min_engine_version,omitempty"`
+	MinEngineVersion string `json:"min_engine_version"`
 }
 
 type customEnvelope struct {
@@ -326,6 +326,9 @@ func (r *Repo) Add(wasm []byte, o AddOptions) (*Custom, error) {
 	}
 	if o.Revision == 0 {
 		o.Revision = cur + 1
+	}
+	if o.MinEngineVersion == "" {
+		o.MinEngineVersion = "0.0.0"
 	}
 	if o.Revision <= cur {
 		return nil, fmt.Errorf("add %s: revision %d is not newer than %d (in the repository)", o.Name, o.Revision, cur)
