@@ -111,6 +111,36 @@ func TestRollbackAttack(t *testing.T) {
 	if lg, _ := c.LastGood(); lg.Revision != 2 {
 		t.Fatalf("last good revision %d after the attack, want 2", lg.Revision)
 	}
+	// The repository itself signs a lower revision (an operator mistake,
+	// or online keys misused): the device's own floor refuses it.
+	tg := r.cloneTargets()
+	tg.Signed.Targets[TargetPath("fleet")] = mustTarget(t, old, "fleet")
+	r.staged = tg
+	if err := r.Publish(Expiries{}); err != nil {
+		t.Fatal(err)
+	}
+	c.o.Repo = srv.URL
+	if _, err := c.Check(context.Background()); !errors.Is(err, ErrRollback) {
+		t.Fatalf("signed revision 1 after 2: want ErrRollback, got %v", err)
+	}
+}
+
+// mustTarget is name's target entry in the published directory dir.
+func mustTarget(t *testing.T, dir, name string) *metadata.TargetFiles {
+	t.Helper()
+	ts, err := metadata.Timestamp().FromFile(filepath.Join(dir, "timestamp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := metadata.Snapshot().FromFile(filepath.Join(dir, fmt.Sprintf("%d.snapshot.json", ts.Signed.Meta["snapshot.json"].Version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := metadata.Targets().FromFile(filepath.Join(dir, fmt.Sprintf("%d.targets.json", sn.Signed.Meta["targets.json"].Version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg.Signed.Targets[TargetPath(name)]
 }
 
 func TestIndefiniteFreeze(t *testing.T) {
