@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
 func TestPolicySignExpiresVerifyTrustDir(t *testing.T) {
@@ -87,5 +88,71 @@ func TestParseExpires(t *testing.T) {
 		if _, err := parseExpires(bad, now); err == nil {
 			t.Errorf("parseExpires(%q) accepted", bad)
 		}
+	}
+}
+
+// TestPolicyRepoRun: the operator commands as typed, then run
+// --policy-repo DIR: the first run takes revision 1, the next revision 2;
+// a restart with the repository gone runs the last-good revision 2 (not
+// the built-in default, not a refusal of an equal revision).
+func TestPolicyRepoRun(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
+	wasm := buildPolicy(t, "default")
+	dir := t.TempDir()
+	repo, state, empty := filepath.Join(dir, "repo"), filepath.Join(dir, "state"), filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	cli := func(want int, args ...string) string {
+		t.Helper()
+		out, errs, code := runCLI(t, args...)
+		if code != want {
+			t.Fatalf("%s: exit %d, want %d: %s%s", strings.Join(args, " "), code, want, out, errs)
+		}
+		return out + errs
+	}
+	cli(0, "policy", "repo", "init", repo)
+	cli(0, "policy", "repo", "add", repo, "--name", "default", wasm)
+	cli(0, "policy", "repo", "publish", repo)
+	// The sign defects of issue #27, on the new commands.
+	if s := cli(2, "policy", "repo", "publish", repo, "--timestamp-expires", "200000d"); !strings.Contains(s, "timestamp") {
+		t.Fatalf("200000d: %s", s)
+	}
+	if s := cli(1, "policy", "repo", "add", repo, "--name", "default", "../../host/policy/testdata/abi2.wasm"); !strings.Contains(s, "ABI") {
+		t.Fatalf("ABI 2 module: %s", s)
+	}
+	if s := cli(1, "policy", "repo", "add", repo, "--name", "default", "../../host/policy/testdata/bad_import.wasm"); !strings.Contains(s, "import") {
+		t.Fatalf("bad import: %s", s)
+	}
+	root := filepath.Join(repo, "published", "root.json")
+	run := func(from string) string {
+		t.Helper()
+		out, errs, code := runCLI(t, "run", "--tiers", tiers, "--policy-repo", from, "--policy-root", root, "--policy-name", "default",
+			"--policy-state", state, "--policy-poll", "0",
+			"--sensors", "trace:../../testdata/traces/thermal_ramp.jsonl", "--trace-step-ms", "50", "-n", "16", "--temp", "0", "--threads", "1")
+		if code != 0 || !strings.HasPrefix(out, "Once upon a time") {
+			t.Fatalf("run: exit %d, out %q: %s", code, out, errs)
+		}
+		return errs
+	}
+	pub := filepath.Join(repo, "published")
+	if errs := run(pub); !strings.Contains(errs, "revision 1 in service") {
+		t.Fatalf("first run: %s", errs)
+	}
+	// Revision 2: the same module plus a custom section ("rev" = 2).
+	b, err := os.ReadFile(wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(wasm+"2", append(b, 0, 5, 3, 'r', 'e', 'v', 2), 0o644)
+	cli(0, "policy", "repo", "add", repo, "--name", "default", "--revision", "2", wasm+"2")
+	cli(0, "policy", "repo", "publish", repo)
+	if errs := run(pub); !strings.Contains(errs, "revision 2 in service") {
+		t.Fatalf("second run: %s", errs)
+	}
+	if errs := run(empty); !strings.Contains(errs, "revision 2 in service") {
+		t.Fatalf("restart, repository unreachable: %s", errs)
+	}
+	if s := cli(0, "policy", "repo", "status", repo); !strings.Contains(s, "policy default revision 2") {
+		t.Fatalf("status: %s", s)
 	}
 }
