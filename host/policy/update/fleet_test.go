@@ -90,11 +90,19 @@ func runFleet(t testing.TB, devices, revisions, generating int, poll time.Durati
 					fail("device %d: revision %d after %d", i, u.Revision, lastRev[i].Load())
 				}
 				if rv := revokedAtRoot.Load(); rv > 0 && u.RootVersion >= rv {
+					// Under a root that revoked the key, the targets
+					// must verify without any signature of it.
 					tg, _ := metadata.Targets().FromBytes(u.targets)
+					rootMD, _ := metadata.Root().FromBytes(u.root)
+					kept := tg.Signatures[:0]
 					for _, s := range tg.Signatures {
-						if s.KeyID == revokedKey {
-							fail("device %d: revision %d signed by the revoked key under root %d", i, u.Revision, u.RootVersion)
+						if s.KeyID != revokedKey {
+							kept = append(kept, s)
 						}
+					}
+					tg.Signatures = kept
+					if err := rootMD.VerifyDelegate(RoleTargets, tg); err != nil {
+						fail("device %d: revision %d accepted under root %d only by the revoked key: %v", i, u.Revision, u.RootVersion, err)
 					}
 				}
 				if rt != nil && u.Changed {

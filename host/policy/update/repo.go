@@ -406,8 +406,8 @@ func (r *Repo) Publish(e Expiries) error {
 	}
 	pub := r.PublishedDir()
 	tgt := r.staged
-	if tgt == nil && r.root.VerifyDelegate(RoleTargets, r.targets) != nil {
-		tgt = r.cloneTargets() // keys rotated: re-sign the same targets
+	if tgt == nil && !r.signedByCurrentKeys() {
+		tgt = r.cloneTargets() // keys rotated or revoked: re-sign the same targets
 	}
 	if tgt != nil {
 		base := int64(0)
@@ -453,6 +453,21 @@ func (r *Repo) Publish(e Expiries) error {
 		}
 	}
 	return nil
+}
+
+// signedByCurrentKeys reports whether the published targets verify under
+// the current root and carry no signature of a key its targets role no
+// longer lists.
+func (r *Repo) signedByCurrentKeys() bool {
+	if r.root.VerifyDelegate(RoleTargets, r.targets) != nil {
+		return false
+	}
+	for _, s := range r.targets.Signatures {
+		if !contains(r.root.Signed.Roles[RoleTargets].KeyIDs, s.KeyID) {
+			return false
+		}
+	}
+	return true
 }
 
 // RotateKey replaces the keys of role (all of them, or only oldKeyID) by
