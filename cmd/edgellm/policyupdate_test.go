@@ -155,4 +155,20 @@ func TestPolicyRepoRun(t *testing.T) {
 	if s := cli(0, "policy", "repo", "status", repo); !strings.Contains(s, "policy default revision 2") {
 		t.Fatalf("status: %s", s)
 	}
+	if s := cli(0, "policy", "state", "--policy-state", state, "--policy-name", "default"); !strings.Contains(s, "last-good\tdefault revision 2") || !strings.Contains(s, "timestamp\tversion") {
+		t.Fatalf("policy state --policy-name: %s", s)
+	}
+	// Printing a state that does not exist creates nothing.
+	nothing := filepath.Join(dir, "nothing")
+	cli(0, "policy", "state", "--policy-state", nothing)
+	cli(0, "policy", "state", "--policy-state", nothing, "--policy-name", "default")
+	if _, err := os.Stat(nothing); !os.IsNotExist(err) {
+		t.Fatalf("policy state created %s", nothing)
+	}
+	if s := cli(0, "policy", "state", "--policy-state", state, "--policy-name", "default", "--reset"); !strings.Contains(s, "first boot") {
+		t.Fatalf("reset: %s", s)
+	}
+	if errs := run(empty); !strings.Contains(errs, "revision 0 in service") {
+		t.Fatalf("after a reset, with no repository: %s", errs)
+	}
 }
