@@ -87,7 +87,7 @@ var ErrStateLocked = errors.New("policy state directory in use by another proces
 
 // ErrStateDamaged: the state directory is inconsistent (a file deleted or
 // replaced by something other than a regular file); the client refuses to
-// guess. `edgellm policy state --reset` starts over.
+// guess. `edgellm policy state --policy-name NAME --reset` starts over.
 var ErrStateDamaged = errors.New("policy state damaged")
 
 // ErrRollback: the repository offers an older revision than the device
@@ -289,7 +289,7 @@ func (c *Client) readLastGood() error {
 	// means someone deleted the rollback state: refuse rather than start
 	// over with no floor.
 	if _, err := os.Lstat(c.state(metaDir, "timestamp.json")); err != nil {
-		return fmt.Errorf("%w: %s is missing but a last-good module is recorded (deleted rollback state?); `edgellm policy state --reset` starts over", ErrStateDamaged, c.state(metaDir, "timestamp.json"))
+		return fmt.Errorf("%w: %s is missing but a last-good module is recorded (deleted rollback state?); `edgellm policy state --policy-name NAME --reset` starts over", ErrStateDamaged, c.state(metaDir, "timestamp.json"))
 	}
 	lim := c.o.Limits
 	read := func(name string, max int64) ([]byte, error) {
