@@ -172,3 +172,33 @@ func TestPolicyRepoRun(t *testing.T) {
 		t.Fatalf("after a reset, with no repository: %s", errs)
 	}
 }
+
+// TestPolicyRepoConvertBundle: migration: a bundle signed with `policy
+// sign` is verified against its key and converted, keeping its name and
+// revision; one signed by another key is refused.
+func TestPolicyRepoConvertBundle(t *testing.T) {
+	dir := t.TempDir()
+	repo, key, other, b := filepath.Join(dir, "repo"), filepath.Join(dir, "k"), filepath.Join(dir, "o"), filepath.Join(dir, "b.tar.gz")
+	for _, args := range [][]string{
+		{"policy", "keygen", "-o", key},
+		{"policy", "keygen", "-o", other},
+		{"policy", "sign", "--key", key + ".key", "--name", "fleet", "--revision", "41", "--expires", "30d", testWasm, "-o", b},
+		{"policy", "repo", "init", repo},
+	} {
+		if _, stderr, code := runCLI(t, args...); code != 0 {
+			t.Fatalf("%v: %s", args, stderr)
+		}
+	}
+	if _, stderr, code := runCLI(t, "policy", "repo", "add", repo, "--bundle", b, "--pub", other+".pub"); code != 1 {
+		t.Fatalf("bundle against another key: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "policy", "repo", "add", repo, "--bundle", b, "--pub", key+".pub"); code != 0 {
+		t.Fatalf("convert: %s", stderr)
+	}
+	if _, stderr, code := runCLI(t, "policy", "repo", "publish", repo); code != 0 {
+		t.Fatal(stderr)
+	}
+	if out, stderr, code := runCLI(t, "policy", "repo", "status", repo); code != 0 || !strings.Contains(out, "policy fleet revision 41, ABI 1.0") {
+		t.Fatalf("status after conversion: %d %q %s", code, out, stderr)
+	}
+}
