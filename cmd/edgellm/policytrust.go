@@ -72,6 +72,11 @@ func policyUpdateConfig(cfg policy.Config, o policyOptions) (policy.Config, erro
 		}
 		cfg = cfg.WithTrustDir(td)
 	}
+	if o.PolicyInsecure {
+		// Development loads (unsigned, loose modules) never move the
+		// persisted rollback floor that signed updates are held to.
+		return cfg.WithStateDir(""), nil
+	}
 	dir, err := resolvePolicyStateDir(o.PolicyState)
 	if err != nil {
 		return cfg, err
