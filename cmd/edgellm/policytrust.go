@@ -44,6 +44,9 @@ func resolvePolicyStateDir(flag string) (string, error) {
 func parseExpires(s string, now time.Time) (time.Time, error) {
 	if strings.HasSuffix(s, "d") {
 		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n > 0 {
+			if n > 100*366 { // time.Duration overflows near 106,751 days
+				return time.Time{}, fmt.Errorf("--expires %q: more than 36,600 days", s)
+			}
 			return now.Add(time.Duration(n) * 24 * time.Hour), nil
 		}
 	}

@@ -37,9 +37,28 @@ func TestPolicySignExpiresVerifyTrustDir(t *testing.T) {
 	if _, stderr, code := runCLI(t, "policy", "verify", "--pub", trust, b); code != 1 || !strings.Contains(stderr, "revoked") {
 		t.Fatalf("verify with the key revoked: %d %s", code, stderr)
 	}
-	// Dates and bad values.
-	if _, stderr, code := runCLI(t, "policy", "sign", "--key", filepath.Join(dir, "new.key"), "--revision", "3", "--expires", "2000-01-01", testWasm, "-o", b); code != 0 {
-		t.Fatalf("sign with a date: %s", stderr)
+	// Dates and bad values. Signing something already expired is refused
+	// (issue #27); such a bundle, made through the API, fails verify.
+	if _, stderr, code := runCLI(t, "policy", "sign", "--key", filepath.Join(dir, "new.key"), "--revision", "3", "--expires", "2000-01-01", testWasm, "-o", b); code != 2 || !strings.Contains(stderr, "already past") {
+		t.Fatalf("sign with a past date: %d %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "policy", "sign", "--key", filepath.Join(dir, "new.key"), "--revision", "3", "--expires", "200000d", testWasm, "-o", b); code != 2 || !strings.Contains(stderr, "36,600 days") {
+		t.Fatalf("sign with 200000d: %d %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "policy", "sign", "--key", filepath.Join(dir, "new.key"), "--revision", "3", "../../host/policy/testdata/abi2.wasm", "-o", b); code != 1 || !strings.Contains(stderr, "not signed") {
+		t.Fatalf("sign an ABI 2 module: %d %s", code, stderr)
+	}
+	newKey, err := policy.ReadPrivateKeyFile(filepath.Join(dir, "new.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, _ := os.ReadFile(testWasm)
+	eb, err := policy.SignBundle(wasm, policy.Manifest{Name: "p", Revision: 3, ABIVersion: "1.0", MinEngineVersion: "0.0.0", Expires: "2000-01-01T00:00:00Z"}, newKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eb.Write(b); err != nil {
+		t.Fatal(err)
 	}
 	if _, stderr, code := runCLI(t, "policy", "verify", "--pub", trust, b); code != 1 || !strings.Contains(stderr, "expired at 2000-01-01T00:00:00Z") {
 		t.Fatalf("verify expired: %d %s", code, stderr)
