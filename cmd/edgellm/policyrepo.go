@@ -25,7 +25,7 @@ func init() {
   add REPO --bundle OLD.tar.gz --pub KEY.pub|TRUSTDIR     (convert a signed bundle)
   publish REPO             (also: run it more often than --timestamp-expires)
   rotate-key REPO --role root|targets|snapshot|timestamp [--key KEYID]
-  revoke REPO KEYID
+  revoke REPO KEYID       (rotate-key and revoke also publish staged changes)
   status REPO
 Devices fetch REPO/published (serve it over HTTP(S), or copy it: --policy-repo URL|DIR) and ship REPO/published/root.json.`,
 		Flags: func(fs *pflag.FlagSet) {

@@ -470,6 +470,8 @@ func (r *Repo) signedByCurrentKeys() bool {
 	return true
 }
 
+// RotateKey (like Revoke) also publishes whatever is staged.
+//
 // RotateKey replaces the keys of role (all of them, or only oldKeyID) by
 // new ones (one per key removed), signs a new root version with the old root's keys and the
 // new ones, and republishes. The device picks the new root up at its next
@@ -666,7 +668,11 @@ func (r *Repo) Status() string {
 		if !t.After(now) {
 			return "EXPIRED " + t.Format(time.RFC3339)
 		}
-		return t.Format(time.RFC3339) + " (in " + fmtDays(t.Sub(now).Truncate(time.Minute)) + ")"
+		d := t.Sub(now)
+		if d >= 24*time.Hour {
+			return fmt.Sprintf("%s (in %dd %dh)", t.Format(time.RFC3339), d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+		}
+		return t.Format(time.RFC3339) + " (in " + d.Truncate(time.Minute).String() + ")"
 	}
 	fmt.Fprintf(&b, "repository %s\n", r.Dir)
 	fmt.Fprintf(&b, "root      version %d, expires %s\n", r.root.Signed.Version, left(r.root.Signed.Expires))
