@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/edgellm/edgellm/host/policy"
@@ -195,11 +194,11 @@ func Open(o Options) (*Client, error) {
 			return nil, fmt.Errorf("policy state: %w", err)
 		}
 	}
-	lf, err := os.OpenFile(filepath.Join(o.StateDir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	lf, err := os.OpenFile(filepath.Join(o.StateDir, lockFile), os.O_RDWR|os.O_CREATE|lockOpenFlags, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("policy state lock: %w", err)
 	}
-	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(lf); err != nil {
 		owner, _ := ReadRegularFile(lf.Name(), 64)
 		lf.Close()
 		return nil, fmt.Errorf("%w: %s (held by pid %s); give each process its own --policy-state", ErrStateLocked, o.StateDir, strings.TrimSpace(string(owner)))

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
@@ -120,14 +119,10 @@ var ErrTooLarge = errors.New("file over its size limit")
 // reads at most max+1 bytes, so a file that grows while read is refused
 // rather than read without end.
 func ReadRegularFile(path string, max int64) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fh, err := openNoBlock(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s: %w (a symlink)", path, ErrNotRegular)
-		}
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	fh := os.NewFile(uintptr(fd), path)
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {

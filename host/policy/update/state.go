@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -60,7 +59,7 @@ func DescribeState(dir string) (string, error) {
 // and old, unexpired metadata would be accepted. It refuses while a
 // process holds the directory.
 func ResetState(dir string) (string, error) {
-	lf, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	lf, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|lockOpenFlags, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 			return "", nil
@@ -69,7 +68,7 @@ func ResetState(dir string) (string, error) {
 		return "", err
 	} else {
 		defer lf.Close()
-		if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err := tryLock(lf); err != nil {
 			return "", fmt.Errorf("%w: %s", ErrStateLocked, dir)
 		}
 	}
