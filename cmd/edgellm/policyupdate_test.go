@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,7 +113,8 @@ func TestParseExpires(t *testing.T) {
 }
 
 // TestPolicyRepoRun: the operator commands as typed, then run
-// --policy-repo DIR: the first run takes revision 1, the next revision 2;
+// --policy-repo DIR: the first run takes revision 1, the next (over HTTP)
+// revision 2;
 // a restart with the repository gone runs the last-good revision 2 (not
 // the built-in default, not a refusal of an equal revision).
 func TestPolicyRepoRun(t *testing.T) {
@@ -165,8 +168,11 @@ func TestPolicyRepoRun(t *testing.T) {
 	os.WriteFile(wasm+"2", append(b, 0, 5, 3, 'r', 'e', 'v', 2), 0o644)
 	cli(0, "policy", "repo", "add", repo, "--name", "default", "--revision", "2", wasm+"2")
 	cli(0, "policy", "repo", "publish", repo)
-	if errs := run(pub); !strings.Contains(errs, "revision 2 in service") {
-		t.Fatalf("second run: %s", errs)
+	// The same repository over HTTP (loopback): the same updater.
+	srv := httptest.NewServer(http.FileServer(http.Dir(pub)))
+	defer srv.Close()
+	if errs := run(srv.URL); !strings.Contains(errs, "revision 2 in service") {
+		t.Fatalf("second run, over HTTP: %s", errs)
 	}
 	if errs := run(empty); !strings.Contains(errs, "revision 2 in service") {
 		t.Fatalf("restart, repository unreachable: %s", errs)
