@@ -113,10 +113,10 @@ func TestParseExpires(t *testing.T) {
 }
 
 // TestPolicyRepoRun: the operator commands as typed, then run
-// --policy-repo DIR: the first run takes revision 1, the next (over HTTP)
-// revision 2;
-// a restart with the repository gone runs the last-good revision 2 (not
-// the built-in default, not a refusal of an equal revision).
+// --policy-repo: the first run (a directory) takes revision 1, the next
+// (the same repository over loopback HTTP) revision 2; a restart with the
+// repository gone runs the last-good revision 2 (not the built-in
+// default, not a refusal of an equal revision).
 func TestPolicyRepoRun(t *testing.T) {
 	d := sharedtest.Path(t, "models/derived")
 	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
