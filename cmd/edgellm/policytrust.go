@@ -12,7 +12,7 @@ import (
 )
 
 // policyStateHelp documents --policy-state's default.
-const policyStateHelp = "directory of the persisted rollback index (rollback.json); default $XDG_STATE_HOME/edgellm/policy-state, else ~/.local/state/edgellm/policy-state; '-' = in memory only (rollback protection lost on restart)"
+const policyStateHelp = "policy state directory: with --policy-repo, repo-NAME/ holds the trusted TUF metadata and the last-good module (one process at a time); otherwise the rollback index rollback.json; default $XDG_STATE_HOME/edgellm/policy-state, else ~/.local/state/edgellm/policy-state; '-' = in memory only (rollback protection lost on restart; refused with --policy-repo)"
 
 // defaultPolicyStateDir is where the rollback index lives unless
 // --policy-state says otherwise.
