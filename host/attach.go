@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"time"
 
 	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/host/policy/update"
 )
 
 // PolicyOptions configures AttachPolicy.
@@ -20,6 +22,13 @@ type PolicyOptions struct {
 	// verified and swapped in between decode steps; partial, corrupt or
 	// older ones are logged and left in place.
 	Inbox string
+	// Repo, when set, is the TUF update channel (host/policy/update;
+	// docs/POLICY-UPDATES.md): the last-good module goes in service at
+	// once, without network, one update check runs before AttachPolicy
+	// returns, then one every RepoPoll (0: none). Path and Inbox must be
+	// empty. The client's state directory stays locked until Close.
+	Repo     *update.Options
+	RepoPoll time.Duration
 	// Config configures the policy runtime (trusted key, deadline,
 	// compilation cache); nil means policy.NewConfig(). Its Limits are
 	// replaced by what the engine and the session can apply.
@@ -71,7 +80,16 @@ func AttachPolicy(ctx context.Context, sess Session, o PolicyOptions) (*Adapter,
 	}
 	a := newAdapter(rt, src, eng, sess, sc, o.Log)
 	a.owned = owned
-	if o.Path == "" && o.Inbox == "" {
+	if o.Repo != nil {
+		if o.Path != "" || o.Inbox != "" {
+			a.Close()
+			return nil, fmt.Errorf("policy: a repository replaces a path and an inbox: give one")
+		}
+		if err := startRepo(ctx, rt, *o.Repo, o.RepoPoll); err != nil {
+			a.Close()
+			return nil, err
+		}
+	} else if o.Path == "" && o.Inbox == "" {
 		a.Close()
 		return nil, fmt.Errorf("policy: neither a path nor an inbox")
 	}
@@ -95,6 +113,20 @@ func AttachPolicy(ctx context.Context, sess Session, o PolicyOptions) (*Adapter,
 	// before generation starts.
 	debug.FreeOSMemory()
 	return a, nil
+}
+
+// startRepo opens the update client and starts the channel; the runtime's
+// Close closes the client (releasing the state directory).
+func startRepo(ctx context.Context, rt *policy.Runtime, o update.Options, poll time.Duration) error {
+	c, err := update.Open(o)
+	if err != nil {
+		return fmt.Errorf("policy repo: %w", err)
+	}
+	if err := rt.Go(func(done <-chan struct{}) { <-done; c.Close() }); err != nil {
+		c.Close()
+		return err
+	}
+	return update.Start(ctx, rt, c, poll)
 }
 
 // Describe is one line on the policy module and where its readings come

@@ -73,7 +73,7 @@ func TestSpecWindowMatrixHost(t *testing.T) {
 		t.Cleanup(func() { sess.Close() })
 		w.apply(t, sess)
 		var got []int32
-		o := GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Sampling: greedy,
+		o := GenerateOptions{IgnoreEOG: true, Prompt: prompt, NPredict: n, Sampling: greedy,
 			Emit: func(tok int32) error { got = append(got, tok); return nil }}
 		if draft != "" {
 			dr, err := AttachDraft(eng, sess, DraftOptions{Spec: draft, K: k, Sampling: greedy})
@@ -132,7 +132,7 @@ func TestContextShiftPolicyWindow(t *testing.T) {
 		}
 		t.Cleanup(func() { sess.Close() })
 		var got []int32
-		o := GenerateOptions{Vocab: vocab, Prompt: []int32{vocab.BOS()}, NPredict: n, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1},
+		o := GenerateOptions{IgnoreEOG: true, Prompt: []int32{vocab.BOS()}, NPredict: n, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1},
 			Emit: func(tok int32) error { got = append(got, tok); return nil }}
 		o.BeforeStep = func(step int) error {
 			if window && step == 8 {
