@@ -44,6 +44,11 @@ type PolicyOptions struct {
 	// Log receives one line per decision change and per failed policy call;
 	// nil discards them.
 	Log io.Writer
+	// DecisionLog, when set, is the path of the JSONL decision log: every
+	// decision change and failed call with the sensor readings behind it,
+	// which `edgellm policy log FILE` reads (policy.DecisionLogConfig; the
+	// other settings are Config's, a 16 MiB cap by default).
+	DecisionLog string
 }
 
 // AttachPolicy loads a policy for sess and returns the Adapter that runs it
@@ -70,6 +75,11 @@ func AttachPolicy(ctx context.Context, sess Session, o PolicyOptions) (*Adapter,
 	cfg := policy.NewConfig()
 	if o.Config != nil {
 		cfg = *o.Config
+	}
+	if o.DecisionLog != "" {
+		dl := cfg.DecisionLog()
+		dl.Path = o.DecisionLog
+		cfg = cfg.WithDecisionLog(dl)
 	}
 	rt, err := policy.NewRuntime(ctx, cfg.WithLimits(policyLimits(eng, sc.NCtx)))
 	if err != nil {

@@ -25,6 +25,7 @@ func addPolicyFlags(fs *pflag.FlagSet) {
 	fs.String("sensors", "live", "sensor readings for the policy: live, trace:FILE (a JSONL trace, SIMULATED), or live+trace:FILE (live, with the fields the trace carries replaced by it)")
 	fs.Int64("trace-step-ms", host.DefaultTraceStepMs, "with --sensors trace:FILE, trace milliseconds per decode step")
 	fs.Duration("sensor-interval", host.DefaultSensorInterval, "how often live sensors are re-read (not every token)")
+	fs.String("decision-log", "", "write the policy's decision log (JSONL: every change and failed call with its sensor readings) to this file; read it with `edgellm policy log FILE`")
 	fs.Duration("policy-deadline", policy.DefaultDeadline, "wall-clock budget of one policy call; a call over it is stopped and counted as a failed call (raise it for slow or emulated CPUs)")
 }
 
@@ -42,6 +43,7 @@ type policyOptions struct {
 	TraceStepMs    int64         `koanf:"trace-step-ms"`
 	SensorInterval time.Duration `koanf:"sensor-interval"`
 	PolicyDeadline time.Duration `koanf:"policy-deadline"`
+	DecisionLog    string        `koanf:"decision-log"`
 }
 
 func (o policyOptions) enabled() bool {
@@ -74,7 +76,7 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 		return nil, err
 	}
 	a, err := host.AttachPolicy(c.Ctx, sess, host.PolicyOptions{
-		Path: path, Inbox: o.PolicyInbox, Repo: repo, RepoPoll: o.PolicyPoll, Config: &cfg, Log: c.Stderr,
+		Path: path, Inbox: o.PolicyInbox, Repo: repo, RepoPoll: o.PolicyPoll, Config: &cfg, Log: c.Stderr, DecisionLog: o.DecisionLog,
 		Sensors: o.Sensors, SensorOptions: host.SensorOptions{Interval: o.SensorInterval, TraceStepMs: o.TraceStepMs},
 	})
 	if errors.Is(err, host.ErrSensorSpec) {

@@ -180,3 +180,27 @@ func TestRunLayerSets(t *testing.T) {
 		t.Fatalf("mismatched set accepted: exit %d %s", code, errs)
 	}
 }
+
+// TestRunDecisionLog (#32 point 7): run --decision-log writes the file that
+// `policy log` reads, with the tier changes the thermal ramp causes; the
+// flag without a policy is a usage error.
+func TestRunDecisionLog(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
+	wasm := buildPolicy(t, "default")
+	log := filepath.Join(t.TempDir(), "decisions.jsonl")
+	_, errs, code := runCLI(t, "run", "--tiers", tiers, "--policy", wasm, "--policy-insecure",
+		"--sensors", "trace:../../testdata/traces/thermal_ramp.jsonl", "--trace-step-ms", "50",
+		"-n", "100", "--temp", "0", "--threads", "1", "--decision-log", log)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	out, errs, code := runCLI(t, "policy", "log", log)
+	if code != 0 || !strings.Contains(out, "change") {
+		t.Fatalf("policy log: exit %d, stdout %q, stderr %q; want the logged changes", code, out, errs)
+	}
+	_, errs, code = runCLI(t, "run", "--tiers", tiers, "-n", "4", "--decision-log", log)
+	if code != 2 || !strings.Contains(errs, "--decision-log") {
+		t.Fatalf("--decision-log without a policy: exit %d, %q", code, errs)
+	}
+}

@@ -218,6 +218,9 @@ func (r *runOutputs) close() {
 // the --swap-at plan's.
 func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc host.SessionConfig, gen *host.GenerateOptions) (*host.Adapter, error) {
 	plan := o.plan
+	if o.DecisionLog != "" && !o.policyOptions.enabled() {
+		return nil, usagef("--decision-log %s: there is no policy to log (--policy, --policy-inbox or --policy-repo)", o.DecisionLog)
+	}
 	if o.policyOptions.enabled() {
 		if len(plan.at) > 0 {
 			return nil, usagef("--policy and --swap-at both choose tiers: use one")

@@ -56,9 +56,11 @@ var edges = []edge{
 	{"host/policy", []string{"abi", "host/policy/internal/instrument", "internal/buildinfo"}, nil, "the policy runtime speaks the ABI"},
 	{"host/sensors", []string{"abi", "internal/cputime"}, nil, "sensors fill the ABI's Sensors struct"},
 	{"host/trace", []string{"abi"}, nil, "traces replay ABI sensor readings"},
+	{"host/policy/update", []string{"abi", "host/policy", "internal/buildinfo"}, nil,
+		"the TUF update channel validates modules with the policy runtime's loader and checks ABI and engine version"},
 
 	// host: the public API over both engines.
-	{"host", []string{"abi", "host/engine", "host/policy", "host/sensors", "host/trace", "internal/buildinfo", "internal/cputime",
+	{"host", []string{"abi", "host/engine", "host/policy", "host/policy/update", "host/sensors", "host/trace", "internal/buildinfo", "internal/cputime",
 		"internal/gguf", "internal/llamacpp", "internal/native", "internal/precision", "internal/sample", "kernels"}, nil,
 		"host is the API: it loads both engines and runs the policy loop"},
 
@@ -71,7 +73,9 @@ var edges = []edge{
 
 	// Above host: the CLI, its internals, the C library.
 	{"cmd/libedgellm", []string{"cmd/libedgellm/internal/capi"}, nil, "main is a shell over the C API"},
-	{"cmd/libedgellm/internal/capi", []string{"host", "host/policy", "host/sensors"}, nil, "the C API is an app of host"},
+	{"cmd/libedgellm/internal/capi", []string{"abi", "host", "host/policy", "host/sensors"}, nil, "the C API is an app of host; the draft bound is abi.MaxSpecK"},
+	{"cmd/libedgellm/internal/capi", []string{"kernels"}, []string{"api11.go", "slog.go"},
+		"DEBT: the C log callback takes llama.cpp's messages with their levels through kernels.SetLogFunc; host.SetLog takes only a writer"},
 	{"cmd/edgellm/internal/pressure", []string{"host/sensors", "internal/cputime"}, nil, "memory/CPU pressure reads the sensors and CPU time"},
 	{"cmd/edgellm/internal/bench", []string{"host", "host/sensors", "internal/cputime", "kernels"}, nil,
 		"benchmarks drive host and measure CPU time; kernels for barrier-spin and repack measurements"},
@@ -81,7 +85,7 @@ var edges = []edge{
 		"internal/logitlog", "internal/sample", "internal/synth"}, nil,
 		"scenarios run host under pressure on synthetic models and score logits"},
 	{"cmd/edgellm", []string{"abi", "cmd/edgellm/internal/bench", "cmd/edgellm/internal/pressure", "cmd/edgellm/internal/runstats",
-		"cmd/edgellm/internal/scenario", "cmd/edgellm/internal/serve", "host", "host/policy", "host/sensors", "host/trace"}, nil,
+		"cmd/edgellm/internal/scenario", "cmd/edgellm/internal/serve", "host", "host/policy", "host/policy/update", "host/sensors", "host/trace"}, nil,
 		"the CLI is an app of host"},
 
 	// Tools on model files reach internal/ from named files only.

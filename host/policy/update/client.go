@@ -1,8 +1,6 @@
 package update
 
 import (
-	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +16,6 @@ import (
 	"github.com/edgellm/edgellm/host/policy"
 	"github.com/edgellm/edgellm/internal/buildinfo"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
-	"github.com/theupdateframework/go-tuf/v2/metadata/config"
-	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
 )
 
 // Limits bound what one update check may read. Every download stops at
@@ -201,7 +197,7 @@ func Open(o Options) (*Client, error) {
 	if err := tryLock(lf); err != nil {
 		owner, _ := ReadRegularFile(lf.Name(), 64)
 		lf.Close()
-		return nil, fmt.Errorf("%w: %s (held by pid %s); give each process its own --policy-state", ErrStateLocked, o.StateDir, strings.TrimSpace(string(owner)))
+		return nil, fmt.Errorf("%w: %s (held by pid %s); give each process its own Options.StateDir", ErrStateLocked, o.StateDir, strings.TrimSpace(string(owner)))
 	}
 	lf.Truncate(0)
 	lf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
@@ -288,7 +284,7 @@ func (c *Client) readLastGood() error {
 	// means someone deleted the rollback state: refuse rather than start
 	// over with no floor.
 	if _, err := os.Lstat(c.state(metaDir, "timestamp.json")); err != nil {
-		return fmt.Errorf("%w: %s is missing but a last-good module is recorded (deleted rollback state?); `edgellm policy state --policy-name NAME --reset` starts over", ErrStateDamaged, c.state(metaDir, "timestamp.json"))
+		return fmt.Errorf("%w: %s is missing but a last-good module is recorded (deleted rollback state?): remove the state directory to start over from the shipped root", ErrStateDamaged, c.state(metaDir, "timestamp.json"))
 	}
 	lim := c.o.Limits
 	read := func(name string, max int64) ([]byte, error) {
@@ -386,226 +382,4 @@ func (c *Client) verifyTarget(root *metadata.Metadata[metadata.RootType], target
 	rootData, _ := root.ToBytes(false)
 	u.Wasm, u.TargetsVersion, u.RootVersion, u.targets, u.root = wasm, tg.Signed.Version, root.Signed.Version, targetsData, rootData
 	return u, nil
-}
-
-// checkTarget checks a target's custom metadata against the pinned name,
-// the limits and this host.
-func (c *Client) checkTarget(tf *metadata.TargetFiles) (*Update, error) {
-	cu, err := CustomOf(tf)
-	if err != nil {
-		return nil, err
-	}
-	if cu.Name != c.o.Name {
-		return nil, fmt.Errorf("target %s names policy %q, this device runs %q", tf.Path, cu.Name, c.o.Name)
-	}
-	if cu.Revision <= 0 {
-		return nil, fmt.Errorf("target %s: revision %d", tf.Path, cu.Revision)
-	}
-	if tf.Length > c.o.Limits.Module {
-		return nil, fmt.Errorf("target %s: %d bytes, limit %d", tf.Path, tf.Length, c.o.Limits.Module)
-	}
-	if h := hex.EncodeToString(tf.Hashes["sha256"]); h != cu.SHA256 {
-		return nil, fmt.Errorf("target %s: custom module_sha256 %s differs from its TUF sha256 %s", tf.Path, cu.SHA256, h)
-	}
-	if err := policy.CheckCompat(tf.Path, cu.ABI, cu.MinEngineVersion, c.o.EngineVersion); err != nil {
-		return nil, err
-	}
-	return &Update{Custom: *cu}, nil
-}
-
-// checkState refuses a state directory whose metadata files are not
-// regular files (go-tuf reads them with os.ReadFile: a FIFO would block
-// it).
-func (c *Client) checkState() error {
-	ents, err := os.ReadDir(c.state(metaDir))
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrStateDamaged, err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			return fmt.Errorf("%w: %s is not a regular file", ErrStateDamaged, c.state(metaDir, e.Name()))
-		}
-	}
-	return nil
-}
-
-// Check runs one TUF update check against the repository and returns the
-// device's policy as the repository now signs it. It does not record it:
-// call Commit once the module is in service. A check that fails leaves
-// the last-good module and the trusted metadata as they were (go-tuf
-// persists only metadata it verified).
-func (c *Client) Check(ctx context.Context) (*Update, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lock == nil {
-		return nil, fmt.Errorf("policy update client closed")
-	}
-	c.stats.Checks++
-	before := c.read.Load()
-	u, err := c.check(ctx)
-	c.stats.LastCheckBytes = c.read.Load() - before
-	if err != nil {
-		c.stats.Failed++
-	}
-	return u, err
-}
-
-func (c *Client) check(ctx context.Context) (*Update, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
-	defer cancel()
-	if err := c.checkState(); err != nil {
-		return nil, err
-	}
-	root, err := c.trustedRoot()
-	if err != nil {
-		return nil, err
-	}
-	rootData, err := root.ToBytes(false)
-	if err != nil {
-		return nil, err
-	}
-	remote := c.o.Repo
-	if c.dir != "" {
-		remote = c.dir
-	}
-	cfg, err := config.New(remote, rootData)
-	if err != nil {
-		return nil, err
-	}
-	lim := c.o.Limits
-	cfg.RootMaxLength, cfg.TimestampMaxLength, cfg.SnapshotMaxLength, cfg.TargetsMaxLength = lim.Root, lim.Timestamp, lim.Snapshot, lim.Targets
-	cfg.MaxRootRotations = lim.MaxRootRotations
-	cfg.MaxDelegations = 0
-	cfg.LocalMetadataDir = c.state(metaDir)
-	cfg.LocalTargetsDir = c.state(downloadDir)
-	cfg.Fetcher = &fetcher{ctx: ctx, dir: c.dir, http: c.o.HTTPClient, read: &c.read}
-	up, err := updater.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	up.UnsafeSetRefTime(c.now())
-	if err := up.Refresh(); err != nil {
-		return nil, fmt.Errorf("update check %s: %w", c.o.Repo, err)
-	}
-	trusted := up.GetTrustedMetadataSet()
-	lg := c.lastGood
-	revoked := false
-	if lg != nil {
-		tg, err := metadata.Targets().FromBytes(lg.targets)
-		revoked = err != nil || trusted.Root.VerifyDelegate(RoleTargets, tg) != nil
-	}
-	tf := trusted.Targets[RoleTargets].Signed.Targets[TargetPath(c.o.Name)]
-	if tf == nil {
-		if revoked {
-			return nil, fmt.Errorf("%w (revision %d) and the repository offers no %s", ErrRevoked, lg.Revision, TargetPath(c.o.Name))
-		}
-		return nil, fmt.Errorf("%w: %s has no %s (this device is pinned to %q)", ErrNotOffered, c.o.Repo, TargetPath(c.o.Name), c.o.Name)
-	}
-	tf.Path = TargetPath(c.o.Name)
-	u, err := c.checkTarget(tf)
-	if err != nil {
-		return nil, err
-	}
-	if lg != nil && !revoked {
-		if u.Revision < lg.Revision {
-			return nil, fmt.Errorf("%w: %s offers %s revision %d, this device accepted revision %d", ErrRollback, c.o.Repo, c.o.Name, u.Revision, lg.Revision)
-		}
-		if u.Revision == lg.Revision && u.SHA256 != lg.SHA256 {
-			return nil, fmt.Errorf("%w: %s revision %d with a different module (%s, accepted %s)", ErrRollback, c.o.Name, u.Revision, u.SHA256[:16], lg.SHA256[:16])
-		}
-	}
-	var wasm []byte
-	if lg != nil && lg.SHA256 == u.SHA256 {
-		wasm = lg.Wasm
-	} else {
-		tmp := c.state(downloadDir, "module.wasm")
-		os.Remove(tmp) // whatever is there (go-tuf writes it with os.WriteFile)
-		if _, wasm, err = up.DownloadTarget(tf, tmp, ""); err != nil {
-			return nil, fmt.Errorf("update check %s: %w", c.o.Repo, err)
-		}
-		os.Remove(tmp)
-	}
-	targetsData, err := trusted.Targets[RoleTargets].ToBytes(false)
-	if err != nil {
-		return nil, err
-	}
-	nu, err := c.verifyTarget(trusted.Root, targetsData, wasm)
-	if err != nil {
-		return nil, err
-	}
-	nu.Source = c.o.Repo + "#" + TargetPath(c.o.Name)
-	nu.Changed = lg == nil || revoked || lg.SHA256 != nu.SHA256
-	nu.Lower = lg != nil && nu.Revision < lg.Revision
-	return nu, nil
-}
-
-// Commit records u (from Check, now in service) as the last-good module,
-// when it differs from the recorded one in module, targets or root.
-func (c *Client) Commit(u *Update) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lock == nil {
-		return fmt.Errorf("policy update client closed")
-	}
-	lg := c.lastGood
-	if lg != nil && lg.SHA256 == u.SHA256 && lg.TargetsVersion == u.TargetsVersion && lg.RootVersion == u.RootVersion {
-		return nil
-	}
-	seq := time.Now().UnixNano()
-	dir := fmt.Sprintf("lastgood-%d", seq)
-	tmp := c.state(dir + ".tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{"targets.json": u.targets, "root.json": u.root, "module.wasm": u.Wasm} {
-		if err := writeFileAtomic(filepath.Join(tmp, name), data, 0o600); err != nil {
-			os.RemoveAll(tmp)
-			return err
-		}
-	}
-	if err := os.Rename(tmp, c.state(dir)); err != nil {
-		os.RemoveAll(tmp)
-		return err
-	}
-	rec, _ := json.Marshal(lastGoodRecord{Name: u.Name, Revision: u.Revision, SHA256: u.SHA256, Dir: dir, AcceptedAt: c.now()})
-	if err := writeFileAtomic(c.state(lastGoodFile), rec, 0o600); err != nil {
-		return err
-	}
-	syncDir(c.o.StateDir)
-	if lg != nil {
-		if old := filepath.Base(filepath.Dir(lg.Source)); strings.HasPrefix(old, "lastgood-") && old != dir {
-			os.RemoveAll(c.state(old))
-		}
-	}
-	cp := *u
-	cp.Source = c.state(dir, "module.wasm")
-	c.lastGood = &cp
-	c.stats.Accepted++
-	return nil
-}
-
-// Forget drops the last-good record (its key was revoked and nothing
-// replaces it).
-func (c *Client) Forget() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.lastGood == nil {
-		return nil
-	}
-	old := filepath.Base(filepath.Dir(c.lastGood.Source))
-	c.lastGood = nil
-	if err := os.Remove(c.state(lastGoodFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if strings.HasPrefix(old, "lastgood-") {
-		os.RemoveAll(c.state(old))
-	}
-	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
