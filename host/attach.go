@@ -49,6 +49,11 @@ type PolicyOptions struct {
 	// which `edgellm policy log FILE` reads (policy.DecisionLogConfig; the
 	// other settings are Config's, a 16 MiB cap by default).
 	DecisionLog string
+	// MaxThreads caps the threads the policy may choose (0: one per CPU).
+	// An app that fixed a thread count for its own reasons (the CLI's
+	// explicit --threads) sets it so the policy can lower it but never
+	// raise it past.
+	MaxThreads int
 }
 
 // AttachPolicy loads a policy for sess and returns the Adapter that runs it
@@ -81,7 +86,11 @@ func AttachPolicy(ctx context.Context, sess Session, o PolicyOptions) (*Adapter,
 		dl.Path = o.DecisionLog
 		cfg = cfg.WithDecisionLog(dl)
 	}
-	rt, err := policy.NewRuntime(ctx, cfg.WithLimits(policyLimits(eng, sc.NCtx)))
+	limits := policyLimits(eng, sc.NCtx)
+	if o.MaxThreads > 0 {
+		limits.MaxThreads = min(limits.MaxThreads, o.MaxThreads)
+	}
+	rt, err := policy.NewRuntime(ctx, cfg.WithLimits(limits))
 	if err != nil {
 		if owned {
 			src.Close()

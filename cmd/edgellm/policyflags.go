@@ -76,7 +76,7 @@ func startPolicy(c *cmdEnv, o policyOptions, eng host.Engine, sess host.Session,
 		return nil, err
 	}
 	a, err := host.AttachPolicy(c.Ctx, sess, host.PolicyOptions{
-		Path: path, Inbox: o.PolicyInbox, Repo: repo, RepoPoll: o.PolicyPoll, Config: &cfg, Log: c.Stderr, DecisionLog: o.DecisionLog,
+		Path: path, Inbox: o.PolicyInbox, Repo: repo, RepoPoll: o.PolicyPoll, Config: &cfg, Log: c.Stderr, DecisionLog: o.DecisionLog, MaxThreads: explicitThreads(c, sc),
 		Sensors: o.Sensors, SensorOptions: host.SensorOptions{Interval: o.SensorInterval, TraceStepMs: o.TraceStepMs},
 	})
 	if errors.Is(err, host.ErrSensorSpec) {
@@ -139,4 +139,14 @@ func stopPolicy(c *cmdEnv, a *host.Adapter) {
 		c.Logf("policy: %d deadline extension(s): the deadline timer ran over a deadline late, so the process was not running (CPU quota, stopped); those calls were not charged for it", g)
 	}
 	a.Close()
+}
+
+// explicitThreads is the thread count the user set (--threads, or its
+// environment or config key), a cap the policy may not raise past; 0 when
+// the count was left to the default.
+func explicitThreads(c *cmdEnv, sc host.SessionConfig) int {
+	if c.userSet("threads") {
+		return sc.Threads
+	}
+	return 0
 }
