@@ -134,8 +134,6 @@ func (o *benchOptions) check(args []string) (host.KVType, error) {
 		return "", usagef("-p %d: want ≥ 1", o.NPrompt)
 	case o.NPredict < 3:
 		return "", usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up)", o.NPredict)
-	case o.NPrompt+o.NPredict > o.Ctx:
-		return "", usagef("-p %d + -n %d exceed --ctx %d", o.NPrompt, o.NPredict, o.Ctx)
 	}
 	if o.Compare != "" {
 		if err := validEngine("--compare", o.Compare); err != nil {
@@ -185,6 +183,18 @@ func runBench(c *cmdEnv, args []string) error {
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err
+	}
+	if !o.Activations && !o.WarmStart {
+		train, err := modelTrainCtx(path)
+		if err != nil {
+			return err
+		}
+		if err := fitLengths(c, &o.Ctx, train, length{"n-prompt", "-p", &o.NPrompt}, length{"n-predict", "-n", &o.NPredict}); err != nil {
+			return err
+		}
+		if o.NPredict < 3 {
+			return usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up); the context %d leaves too little", o.NPredict, o.Ctx)
+		}
 	}
 	if o.Activations {
 		return runActivations(c, path, label, o)
