@@ -283,6 +283,13 @@ func (r *Runtime) install(ctx context.Context, path string, wasm []byte, man *Ma
 		}
 		r.maxRevision = man.Revision
 	}
+	r.serve(ctx, mod, inst, path)
+	return nil
+}
+
+// serve puts mod in service (r.mu held): the module it replaces becomes
+// the previous good one unless it was quarantined.
+func (r *Runtime) serve(ctx context.Context, mod *module, inst *instance, source string) {
 	old := r.cur
 	if old != nil && !old.quarantined.Load() {
 		if r.prevGood != nil && r.prevGood != old {
@@ -294,8 +301,7 @@ func (r *Runtime) install(ctx context.Context, path string, wasm []byte, man *Ma
 	// generation, Stats must already include the load that made it.
 	r.c.loads.Add(1)
 	r.publish(ctx, mod, inst)
-	r.log.Info("policy: loaded", "module", mod.String(), "path", path, "generation", mod.gen)
-	return nil
+	r.log.Info("policy: loaded", "module", mod.String(), "path", source, "generation", mod.gen)
 }
 
 // publish puts mod in service with inst (nil: recovering) and retires the

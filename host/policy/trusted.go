@@ -63,16 +63,7 @@ func (r *Runtime) installTrusted(ctx context.Context, m TrustedModule, allowLowe
 		return loadErrorf(m.Source, ErrOldRevision, "revision %d is older than %d (in service)", m.Revision, r.maxRevision)
 	}
 	r.maxRevision = m.Revision
-	old := r.cur
-	if old != nil && !old.quarantined.Load() {
-		if r.prevGood != nil && r.prevGood != old {
-			r.prevGood.close(ctx)
-		}
-		r.prevGood = old
-	}
-	r.c.loads.Add(1)
-	r.publish(ctx, mod, inst)
-	r.log.Info("policy: loaded", "module", mod.String(), "path", m.Source, "generation", mod.gen)
+	r.serve(ctx, mod, inst, m.Source)
 	return nil
 }
 
