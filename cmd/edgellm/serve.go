@@ -24,7 +24,10 @@ func init() {
 			addModelFlag(fs)
 			fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default: say 0.0.0.0:PORT to serve the network)")
 			fs.String("api-key", "", "require 'Authorization: Bearer KEY' on /v1 and /metrics (settings key api-key)")
-			fs.String("cors-origin", "", "send Access-Control-Allow-Origin with this value ('' = CORS off)")
+			fs.String("cors-origin", "", "send Access-Control-Allow-Origin with this value and accept browser requests from it ('' = CORS off)")
+			fs.StringSlice("allow-origin", nil, "also accept browser requests from these origins (scheme://host[:port]; '*' = any); others get 403")
+			fs.StringSlice("allow-host", nil, "also accept these Host header names (IP addresses and localhost always are; '*' = any: no DNS-rebinding guard)")
+			fs.Bool("insecure-no-api-key", false, "allow serving beyond loopback without --api-key (refused otherwise)")
 			fs.Int("queue", 8, "requests that may wait while one runs; more get 429 with Retry-After")
 			fs.Duration("request-timeout", 5*time.Minute, "per-request time limit, queue wait included")
 			fs.Int64("max-body", 1<<20, "largest request body in bytes")
@@ -50,6 +53,9 @@ type serveOptions struct {
 	Addr             string        `koanf:"addr"`
 	APIKey           string        `koanf:"api-key"`
 	CORSOrigin       string        `koanf:"cors-origin"`
+	AllowOrigins     []string      `koanf:"allow-origin"`
+	AllowHosts       []string      `koanf:"allow-host"`
+	InsecureNoKey    bool          `koanf:"insecure-no-api-key"`
 	Queue            int           `koanf:"queue"`
 	RequestTimeout   time.Duration `koanf:"request-timeout"`
 	MaxBody          int64         `koanf:"max-body"`
@@ -124,6 +130,7 @@ func runServe(c *cmdEnv, args []string) error {
 	cfg := serve.Config{
 		ModelID: modelID(modelPath), ChatTemplate: tmpl, Queue: o.Queue, RequestTimeout: o.RequestTimeout,
 		MaxBodyBytes: o.MaxBody, DefaultMaxTokens: o.DefaultMaxTokens, APIKey: o.APIKey, CORSOrigin: o.CORSOrigin,
+		AllowOrigins: o.AllowOrigins, AllowHosts: o.AllowHosts, Logf: c.Logf,
 		Sampling: ro.sampling, NCtx: min(ro.Ctx, eng.Info().NCtxTrain), EngineName: eng.Name(), PolicyDesc: desc,
 		KVType: fmt.Sprint(ro.kv),
 	}
@@ -149,14 +156,21 @@ func listenAndServe(c *cmdEnv, o serveOptions, srv *serve.Server, hasTmpl bool) 
 		return fmt.Errorf("--addr %s: %w", o.Addr, err)
 	}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() && o.APIKey == "" {
-		c.Logf("warning: serving %s beyond loopback without --api-key", ln.Addr())
+		if !o.InsecureNoKey {
+			ln.Close()
+			return usagef("--addr %s serves beyond loopback: set --api-key, or say --insecure-no-api-key to serve it unauthenticated", o.Addr)
+		}
+		c.Logf("warning: serving %s beyond loopback without --api-key (--insecure-no-api-key)", ln.Addr())
 	}
 	tmplNote := "the plain template (the model has no tokenizer.chat_template)"
 	if hasTmpl {
 		tmplNote = "the model's tokenizer.chat_template when llama.cpp recognises it, else the plain template"
 	}
 	c.Logf("serving on http://%s (chat: %s)", ln.Addr(), tmplNote)
-	ctx, cancel := context.WithCancel(c.Ctx)
+	// Not a child of c.Ctx: SIGINT cancels c.Ctx with its own cause; this
+	// one ends with ErrShutdown, which the streams in flight report.
+	ctx, cancelCause := context.WithCancelCause(context.WithoutCancel(c.Ctx))
+	cancel := func() { cancelCause(serve.ErrShutdown) }
 	defer cancel()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})

@@ -14,10 +14,6 @@ var pageFS embed.FS
 // page serves GET /: the prompt box and the live charts (page/index.html,
 // no build step, embedded in the binary).
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/" {
-		http.NotFound(w, r)
-		return
-	}
 	b, _ := pageFS.ReadFile("page/index.html")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")

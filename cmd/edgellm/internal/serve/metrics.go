@@ -26,7 +26,7 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	g("edgellm_requests_cancelled_total", "Requests whose client left or whose timeout ran out.", "counter", float64(st.Cancelled), "")
 	g("edgellm_requests_failed_total", "Requests that failed in the engine.", "counter", float64(st.Failed), "")
 	g("edgellm_requests_rejected_total", "Requests refused with 429 (queue full).", "counter", float64(s.rejected.Load()), "")
-	g("edgellm_queue_length", "Requests waiting for the engine.", "gauge", float64(len(s.worker.queue)), "")
+	g("edgellm_queue_length", "Requests waiting for the engine.", "gauge", float64(s.worker.queue.len()), "")
 	g("edgellm_prompt_tokens_total", "Prompt tokens of all requests.", "counter", float64(st.PromptTokens), "")
 	g("edgellm_prompt_tokens_reused_total", "Prompt tokens whose KV was kept from the previous request (prefill saved).", "counter", float64(st.ReusedTokens), "")
 	g("edgellm_generated_tokens_total", "Generated tokens.", "counter", float64(st.GeneratedTokens), "")

@@ -273,7 +273,7 @@ func TestQueueFull429(t *testing.T) {
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once")}, MaxTokens: openai.Int(4)})
 		first <- err
 	}()
-	for len(ts.worker.queue) == 0 {
+	for ts.worker.queue.len() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := ts.client.Completions.New(context.Background(), openai.CompletionNewParams{Model: "stories260K",

@@ -63,9 +63,10 @@ type worker struct {
 	vocab   host.Vocab
 	adapter *host.Adapter // nil without a policy
 	nLayer  int
-	queue   chan *job
+	queue   *jobQueue
 	hub     *hub
 	onToken func(n int, tok int32) error // Config.OnToken (nil: none)
+	logf    func(string, ...any)         // Config.Logf (nil: none)
 
 	// Owned by the worker goroutine.
 	cached []int32 // the tokens whose KV the session holds, in order
@@ -79,6 +80,7 @@ type worker struct {
 // workerStats are the counters /metrics shows.
 type workerStats struct {
 	Requests, Cancelled, Failed      int
+	SlowClients                      int // streams cut off (errSlowClient)
 	PromptTokens, ReusedTokens       int
 	GeneratedTokens                  int
 	LastDecodeTPS, LastPrefillTPS    float64
@@ -98,13 +100,11 @@ func (w *worker) snapshot() workerStats {
 // run serves jobs until ctx ends.
 func (w *worker) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		j := w.queue.pop(ctx)
+		if j == nil {
 			return
-		case j := <-w.queue:
-			close(j.started)
-			j.done <- w.do(j)
 		}
+		j.done <- w.do(j)
 	}
 }
 
@@ -203,10 +203,15 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	err := w.adapter.BeforeStep(w.step)
 	ps := w.adapter.Stats()
 	cur := w.adapter.Current()
+	rev := uint64(w.adapter.Revision())
+	var was uint64
 	w.count(func(s *workerStats) {
 		s.Current, s.PolicyCalls, s.PolicyFails, s.Change = cur, ps.Calls, ps.Failures, ps.Changes
-		s.Revision = uint64(w.adapter.Revision())
+		was, s.Revision = s.Revision, rev
 	})
+	if rev != was && w.logf != nil {
+		w.logf("policy: revision %d swapped in from the inbox (was %d), at server step %d", rev, was, w.step)
+	}
 	if ps.Changes != before {
 		d := decisionOf(step, cur, w.nLayer)
 		d.Revision = w.adapter.Revision()
