@@ -19,13 +19,18 @@ import (
 // the policy decisions taken while the request ran, and the prefill the
 // KV prefix reuse saved.
 type Extension struct {
-	ChatTemplate  string     `json:"chat_template,omitempty"`
-	Decisions     []Decision `json:"decisions"`
-	ReusedTokens  int        `json:"reused_prompt_tokens"`
-	QueueMs       float64    `json:"queue_ms"`
-	TTFTMs        float64    `json:"ttft_ms"`
-	DecodeTPS     float64    `json:"decode_tps"`
-	StoppedReason string     `json:"-"`
+	ChatTemplate string     `json:"chat_template,omitempty"`
+	Decisions    []Decision `json:"decisions"`
+	ReusedTokens int        `json:"reused_prompt_tokens"`
+	// ReuseLost are prompt tokens shared with the previous request that
+	// were prefilled again because the policy's KV window had evicted
+	// positions they need; ReuseNote says so in words.
+	ReuseLost     int     `json:"reuse_lost_tokens,omitempty"`
+	ReuseNote     string  `json:"reuse_note,omitempty"`
+	QueueMs       float64 `json:"queue_ms"`
+	TTFTMs        float64 `json:"ttft_ms"`
+	DecodeTPS     float64 `json:"decode_tps"`
+	StoppedReason string  `json:"-"`
 }
 
 type usage struct {
@@ -159,7 +164,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 		ext.QueueMs = ms(time.Since(queued))
 	}
 	ext.Decisions = append(ext.Decisions, res.decisions...)
-	ext.ReusedTokens = res.reused
+	ext.ReusedTokens, ext.ReuseLost, ext.ReuseNote = res.reused, res.reuseLost, res.reuseNote
 	ext.TTFTMs = ms(res.stats.FirstToken)
 	ext.DecodeTPS = res.stats.DecodeTPS()
 	if res.err != nil && errors.Is(context.Cause(ctx), ErrShutdown) {

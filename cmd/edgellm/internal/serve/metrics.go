@@ -28,6 +28,8 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	g("edgellm_requests_rejected_total", "Requests refused with 429 (queue full).", "counter", float64(s.rejected.Load()), "")
 	g("edgellm_queue_length", "Requests waiting for the engine.", "gauge", float64(s.worker.queue.len()), "")
 	g("edgellm_prompt_tokens_total", "Prompt tokens of all requests.", "counter", float64(st.PromptTokens), "")
+	g("edgellm_prompt_tokens_reuse_lost_total", "Prompt tokens shared with the previous request but prefilled again: the KV window had evicted positions they need.", "counter", float64(st.ReuseLostTokens), "")
+	g("edgellm_streams_cut_off_total", "Streaming clients cut off for not reading fast enough (--stream-buffer, --write-timeout).", "counter", float64(st.SlowClients), "")
 	g("edgellm_prompt_tokens_reused_total", "Prompt tokens whose KV was kept from the previous request (prefill saved).", "counter", float64(st.ReusedTokens), "")
 	g("edgellm_generated_tokens_total", "Generated tokens.", "counter", float64(st.GeneratedTokens), "")
 	d := st.Current

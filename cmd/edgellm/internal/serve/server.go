@@ -81,6 +81,9 @@ type Config struct {
 	// ends the request. `serve --gate-at` (the scenario runner's token
 	// gate) and tests use it to act at a token position.
 	OnToken func(n int, tok int32) error
+	// NoPrefixReuse prefills every prompt in full (benchmarks: the cost
+	// that prefix reuse saves).
+	NoPrefixReuse bool
 	// Logf, if set, logs server events (a policy bundle swapped in from
 	// the inbox).
 	Logf func(format string, args ...any)
@@ -132,7 +135,7 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 	}
 	h := newHub()
 	s := &Server{cfg: cfg, vocab: eng.Vocab(), nCtx: cfg.NCtx, chat: NewChatFormatter(cfg.ChatTemplate), hub: h, started: time.Now(),
-		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: newJobQueue(cfg.Queue), hub: h, onToken: cfg.OnToken, logf: cfg.Logf}}
+		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: newJobQueue(cfg.Queue), hub: h, onToken: cfg.OnToken, logf: cfg.Logf, noReuse: cfg.NoPrefixReuse}}
 	if a != nil {
 		s.worker.stats.Current = a.Current()
 		s.worker.stats.Revision = uint64(a.Revision())

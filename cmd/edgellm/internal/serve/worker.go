@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -28,6 +30,8 @@ type jobResult struct {
 	stats     host.Stats
 	err       error
 	reused    int        // prompt tokens whose KV was kept from the last request
+	reuseLost int        // common-prefix tokens the KV window had made unusable
+	reuseNote string     // why, when reuseLost > 0
 	decisions []Decision // policy decisions taken during the job
 }
 
@@ -67,6 +71,7 @@ type worker struct {
 	hub     *hub
 	onToken func(n int, tok int32) error // Config.OnToken (nil: none)
 	logf    func(string, ...any)         // Config.Logf (nil: none)
+	noReuse bool                         // Config.NoPrefixReuse
 
 	// Owned by the worker goroutine.
 	cached []int32 // the tokens whose KV the session holds, in order
@@ -82,6 +87,7 @@ type workerStats struct {
 	Requests, Cancelled, Failed      int
 	SlowClients                      int // streams cut off (errSlowClient)
 	PromptTokens, ReusedTokens       int
+	ReuseLostTokens                  int // common-prefix tokens the KV window made unusable
 	GeneratedTokens                  int
 	LastDecodeTPS, LastPrefillTPS    float64
 	LastTTFT                         time.Duration
@@ -117,7 +123,7 @@ func (w *worker) do(j *job) jobResult {
 	}
 	w.setBusy(true)
 	defer w.setBusy(false)
-	keep := w.reusable(j.prompt)
+	keep, lost := w.reusable(j.prompt)
 	if err := w.sess.Truncate(keep); err != nil {
 		keep = 0
 		if err := w.sess.Truncate(0); err != nil {
@@ -126,7 +132,11 @@ func (w *worker) do(j *job) jobResult {
 	}
 	w.cached = append(w.cached[:keep], j.prompt[keep:]...)
 	var res jobResult
-	res.reused = keep
+	res.reused, res.reuseLost = keep, lost
+	if lost > 0 {
+		res.reuseNote = fmt.Sprintf("%d common-prefix tokens prefilled again: the KV window (%d) had evicted positions they need (the session held %d)",
+			lost, minWindow(w.adapter.Current(), w.nLayer), w.sess.Len()) // lost > 0 only under a policy
+	}
 	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling, StopAtEOG: true}
 	if w.adapter != nil {
 		gen.BeforeStep = func(step int) error { return w.beforeStep(step, &res) }
@@ -160,6 +170,7 @@ func (w *worker) do(j *job) jobResult {
 		s.Requests++
 		s.PromptTokens += len(j.prompt)
 		s.ReusedTokens += keep
+		s.ReuseLostTokens += lost
 		s.GeneratedTokens += st.GeneratedTokens
 		if st.DecodeTokens > 0 {
 			s.LastDecodeTPS = st.DecodeTPS()
@@ -179,19 +190,59 @@ func (w *worker) do(j *job) jobResult {
 }
 
 // reusable is how many leading tokens of prompt the session's KV already
-// holds. At least one prompt token is always prefilled (its logits start
-// generation); a policy KV window drops old positions, so nothing is reused
-// under one.
-func (w *worker) reusable(prompt []int32) int {
-	if w.adapter != nil && w.adapter.Current().Window > 0 {
-		return 0
+// holds and may keep, and how many more of the common prefix it cannot
+// keep (lost). At least one prompt token is always prefilled (its logits
+// start generation).
+//
+// Under a policy's KV window positions older than the window are evicted
+// as the session grows. A prompt that extends everything the session
+// holds keeps all of it (its new tokens see the same window a fresh
+// prefill would). Truncating back to an earlier point is different once
+// the session has outgrown the smallest window: the tokens after that
+// point would attend a window with evicted holes, so only the anchors
+// (kept forever) are reused and the rest of the common prefix is
+// prefilled again.
+func (w *worker) reusable(prompt []int32) (keep, lost int) {
+	if w.noReuse {
+		return 0, 0
 	}
+	var d abi.Decision // no policy: no window
+	if w.adapter != nil {
+		d = w.adapter.Current()
+	}
+	return w.reusableUnder(prompt, d)
+}
+
+func (w *worker) reusableUnder(prompt []int32, d abi.Decision) (keep, lost int) {
 	n := min(len(w.cached), w.sess.Len(), len(prompt)-1)
 	i := 0
 	for i < n && w.cached[i] == prompt[i] {
 		i++
 	}
-	return i
+	if i == w.sess.Len() {
+		return i, 0
+	}
+	win := minWindow(d, w.nLayer)
+	if win <= 0 || w.sess.Len() <= win {
+		return i, 0 // nothing evicted yet
+	}
+	keep = min(i, int(d.Anchors))
+	return keep, i - keep
+}
+
+// minWindow is the smallest per-layer KV window of d (0: no window), as
+// host's layerWindows computes them.
+func minWindow(d abi.Decision, nLayer int) int {
+	if d.Window <= 0 {
+		return 0
+	}
+	m := int(d.Window)
+	for l := 0; l < min(nLayer, len(d.LayerWindowScale)); l++ {
+		if sc := d.LayerWindowScale[l]; sc > 0 && sc < 1 {
+			m = min(m, max(1, int(math.Round(float64(sc)*float64(d.Window)))))
+		}
+	}
+	return m
 }
 
 // beforeStep runs the policy with a step count that grows across requests
