@@ -172,7 +172,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 			Message: fmt.Sprintf("the server is shutting down: generation stopped after %d tokens", res.stats.GeneratedTokens)}
 	}
 	if res.err != nil && errors.Is(context.Cause(ctx), errSlowClient) {
-		s.worker.count(func(st *workerStats) { st.SlowClients++ })
 		return // the client cannot take more: nothing else is written
 	}
 	if res.err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) && r.Context().Err() == nil {

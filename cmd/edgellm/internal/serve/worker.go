@@ -180,6 +180,8 @@ func (w *worker) do(j *job) jobResult {
 			s.LastTTFT = st.FirstToken
 		}
 		switch {
+		case res.err != nil && (errors.Is(res.err, errSlowClient) || errors.Is(context.Cause(j.ctx), errSlowClient)):
+			s.SlowClients++
 		case res.err != nil && j.ctx.Err() != nil:
 			s.Cancelled++
 		case res.err != nil:
