@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-precision scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
+.PHONY: all build browser test bench bench-precision scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -88,6 +88,17 @@ test: build policies browser
 	@# The CPU contention scenario alone, after the rest: its speed assertions
 	@# hold only on CPUs nothing else uses (cmd/edgellm/scenario_cpu_test.go).
 	EDGELLM_SHARED=$(SHARED) $(GO) test $(TEST_FLAGS) -run '^TestScenarioCPU$$' -v ./cmd/edgellm
+
+# The serve page's charting library, uPlot (MIT), is vendored: its minified
+# build is committed in cmd/edgellm/internal/serve/page/ (embedded with
+# go:embed, nothing fetched at run time; licence in page/uplot.LICENSE).
+# This target re-creates it from npm, pinned by page/vendor/package-lock.json.
+SERVE_PAGE := cmd/edgellm/internal/serve/page
+serve-page-vendor:
+	cd $(SERVE_PAGE)/vendor && npm ci --no-audit --no-fund
+	cp $(SERVE_PAGE)/vendor/node_modules/uplot/dist/uPlot.iife.min.js $(SERVE_PAGE)/uplot.min.js
+	cp $(SERVE_PAGE)/vendor/node_modules/uplot/dist/uPlot.min.css $(SERVE_PAGE)/uplot.min.css
+	cp $(SERVE_PAGE)/vendor/node_modules/uplot/LICENSE $(SERVE_PAGE)/uplot.LICENSE
 
 # Headless Chromium for cmd/edgellm/internal/serve's page test (Debian's package, 2-3 min
 # to install here; EDGELLM_NO_BROWSER=1 skips the test instead).

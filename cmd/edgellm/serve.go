@@ -137,6 +137,7 @@ func runServe(c *cmdEnv, args []string) error {
 		ModelID: modelID(modelPath), ChatTemplate: tmpl, Queue: o.Queue, RequestTimeout: o.RequestTimeout,
 		MaxBodyBytes: o.MaxBody, DefaultMaxTokens: o.DefaultMaxTokens, APIKey: o.APIKey, CORSOrigin: o.CORSOrigin,
 		AllowOrigins: o.AllowOrigins, AllowHosts: o.AllowHosts, Logf: c.Logf,
+		SensorSource: sensorSource(ro.Sensors),
 		WriteTimeout: o.WriteTimeout, StreamBuffer: o.StreamBuffer, NoPrefixReuse: o.NoPrefixReuse,
 		Sampling: ro.sampling, NCtx: min(ro.Ctx, eng.Info().NCtxTrain), EngineName: eng.Name(), PolicyDesc: desc,
 		KVType: fmt.Sprint(ro.kv),
@@ -202,4 +203,15 @@ func listenAndServe(c *cmdEnv, o serveOptions, srv *serve.Server, hasTmpl bool) 
 // modelID is the model's file name without .gguf.
 func modelID(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".gguf")
+}
+
+// sensorSource labels --sensors for the page: a trace is SIMULATED.
+func sensorSource(s string) string {
+	if i := strings.Index(s, "trace:"); i >= 0 {
+		return "SIMULATED (" + s[:i] + "trace " + filepath.Base(s[i+len("trace:"):]) + ")"
+	}
+	if s == "" || s == "live" {
+		return "live"
+	}
+	return s
 }

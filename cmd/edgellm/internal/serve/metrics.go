@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/edgellm/edgellm/abi"
 )
@@ -88,4 +89,31 @@ func readTempC() float64 {
 		return -1
 	}
 	return float64(milli) / 1000
+}
+
+// readCgroupMemory is the process's cgroup v2 memory.current and
+// memory.max in bytes; ok false without a readable limit ("max").
+func readCgroupMemory() (usage, limit int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, 0, false
+	}
+	var path string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if p, found := strings.CutPrefix(line, "0::"); found {
+			path = p
+		}
+	}
+	if path == "" {
+		return 0, 0, false
+	}
+	dir := "/sys/fs/cgroup" + path
+	lb, err1 := os.ReadFile(dir + "/memory.max")
+	ub, err2 := os.ReadFile(dir + "/memory.current")
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	limit, err1 = strconv.ParseInt(strings.TrimSpace(string(lb)), 10, 64)
+	usage, err2 = strconv.ParseInt(strings.TrimSpace(string(ub)), 10, 64)
+	return usage, limit, err1 == nil && err2 == nil
 }

@@ -81,6 +81,9 @@ type Config struct {
 	// ends the request. `serve --gate-at` (the scenario runner's token
 	// gate) and tests use it to act at a token position.
 	OnToken func(n int, tok int32) error
+	// SensorSource labels the readings the policy gets, shown on the page:
+	// "live", or "SIMULATED (...)" for a trace.
+	SensorSource string
 	// NoPrefixReuse prefills every prompt in full (benchmarks: the cost
 	// that prefix reuse saves).
 	NoPrefixReuse bool
@@ -149,6 +152,7 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /events", s.auth(s.events))
 	s.mux.HandleFunc("GET /{$}", s.page)
+	s.mux.HandleFunc("GET /page/{name}", s.asset)
 	return s
 }
 

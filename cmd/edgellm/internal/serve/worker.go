@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -57,8 +59,8 @@ type Decision struct {
 	Revision int64 `json:"revision"`
 	// LayerBits is the per-layer precision in bits, for layers the model has
 	// (absent when the policy leaves it).
-	LayerBits []uint8 `json:"layer_bits,omitempty"`
-	Time      int64   `json:"time_ms"` // Unix milliseconds
+	LayerBits Bits  `json:"layer_bits,omitempty"`
+	Time      int64 `json:"time_ms"` // Unix milliseconds
 }
 
 // worker owns the session: it runs one job at a time, in queue order.
@@ -94,7 +96,9 @@ type workerStats struct {
 	Busy                             bool
 	Current                          abi.Decision
 	PolicyCalls, PolicyFails, Change int
-	Revision                         uint64 // the policy revision in service (host.Adapter.Revision)
+	Revision                         uint64      // the policy revision in service (host.Adapter.Revision)
+	Sensors                          abi.Sensors // what the policy was last given (zero before its first call)
+	HasSensors                       bool
 }
 
 func (w *worker) snapshot() workerStats {
@@ -141,7 +145,21 @@ func (w *worker) do(j *job) jobResult {
 	if w.adapter != nil {
 		gen.BeforeStep = func(step int) error { return w.beforeStep(step, &res) }
 	}
+	var last time.Time
+	var ema float64
 	emit := func(tok int32) error {
+		now := time.Now()
+		if !last.IsZero() {
+			if dt := now.Sub(last).Seconds(); dt > 0 {
+				r := 1 / dt
+				if ema == 0 {
+					ema = r
+				}
+				ema += (r - ema) / 4
+				w.hub.publish(event{Kind: "token", Token: &tokEvent{Time: now.UnixMilli(), TPS: r, TPSSmoothed: ema}})
+			}
+		}
+		last = now
 		w.cached = append(w.cached, tok)
 		err := j.emit(tok)
 		w.tokens++ // every generated token counts (as in Stats.GeneratedTokens), also the one a stop sequence ends on
@@ -261,6 +279,7 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	w.count(func(s *workerStats) {
 		s.Current, s.PolicyCalls, s.PolicyFails, s.Change = cur, ps.Calls, ps.Failures, ps.Changes
 		was, s.Revision = s.Revision, rev
+		s.Sensors, s.HasSensors = *w.adapter.LastSensors(), true
 	})
 	if rev != was && w.logf != nil {
 		w.logf("policy: revision %d swapped in from the inbox (was %d), at server step %d", rev, was, w.step)
@@ -274,13 +293,43 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	return err
 }
 
+// Bits are per-layer precisions; they marshal as a JSON array of numbers
+// (a plain []uint8 would be base64 text, which no page can draw).
+type Bits []uint8
+
+// MarshalJSON writes [8,4,...].
+func (b Bits) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, 2+3*len(b))
+	out = append(out, '[')
+	for i, v := range b {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendUint(out, uint64(v), 10)
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads an array of numbers.
+func (b *Bits) UnmarshalJSON(data []byte) error {
+	var v []uint16
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*b = make(Bits, len(v))
+	for i, x := range v {
+		(*b)[i] = uint8(x)
+	}
+	return nil
+}
+
 func decisionOf(step int, cur abi.Decision, nLayer int) Decision {
 	d := Decision{Step: step, Tier: cur.Tier, SpecK: cur.SpecK, Window: cur.Window, Threads: cur.Threads,
 		KVType: cur.KVType.String(), Reason: cur.Reason(), Time: time.Now().UnixMilli()}
 	n := min(nLayer, len(cur.LayerBits))
 	for i := 0; i < n; i++ {
 		if cur.LayerBits[i] != 0 {
-			d.LayerBits = append([]uint8(nil), cur.LayerBits[:n]...)
+			d.LayerBits = append(Bits(nil), cur.LayerBits[:n]...)
 			break
 		}
 	}
