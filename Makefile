@@ -82,9 +82,9 @@ policies:
 	@if [ -f policies/Makefile ]; then $(MAKE) -C policies GO=$(GO); fi
 	@if [ -n "$(HAVE_NPM)" ]; then $(MAKE) -C policies assemblyscript; else echo "npm not found: AssemblyScript policy not built, its tests skip"; fi
 
-test: build policies browser
+test: build policies browser serve-sdk
 	$(GO) vet ./...
-	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) -skip '^TestScenarioCPU$$' ./...
+	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) EDGELLM_REQUIRE_NODE_SDK=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) -skip '^TestScenarioCPU$$' ./...
 	@# The CPU contention scenario alone, after the rest: its speed assertions
 	@# hold only on CPUs nothing else uses (cmd/edgellm/scenario_cpu_test.go).
 	EDGELLM_SHARED=$(SHARED) $(GO) test $(TEST_FLAGS) -run '^TestScenarioCPU$$' -v ./cmd/edgellm
@@ -99,6 +99,11 @@ serve-page-vendor:
 	cp $(SERVE_PAGE)/vendor/node_modules/uplot/dist/uPlot.iife.min.js $(SERVE_PAGE)/uplot.min.js
 	cp $(SERVE_PAGE)/vendor/node_modules/uplot/dist/uPlot.min.css $(SERVE_PAGE)/uplot.min.css
 	cp $(SERVE_PAGE)/vendor/node_modules/uplot/LICENSE $(SERVE_PAGE)/uplot.LICENSE
+
+# The OpenAI Node SDK for cmd/edgellm/internal/serve's TestNodeSDK, pinned by
+# its testdata/node/package-lock.json (skipped without npm).
+serve-sdk:
+	@if [ -n "$(HAVE_NPM)" ]; then cd $(SERVE_PAGE)/../testdata/node && npm ci --no-audit --no-fund --silent; else echo "npm not found: TestNodeSDK skips"; fi
 
 # Headless Chromium for cmd/edgellm/internal/serve's page test (Debian's package, 2-3 min
 # to install here; EDGELLM_NO_BROWSER=1 skips the test instead).
