@@ -140,3 +140,31 @@ func TestQueuedHangupsFreeSlots(t *testing.T) {
 		t.Fatalf("cancelled %d, ran %d, rejected %d; want 2, 2, 0", st.Cancelled, st.Requests, ts.rejected.Load())
 	}
 }
+
+// A stream in flight when the server shuts down (its base context ends
+// with ErrShutdown, as on SIGINT) ends with a server_shutdown error, not
+// "the client went away".
+func TestShutdownEndsStreamsWithShutdownError(t *testing.T) {
+	base, shutdown := context.WithCancelCause(context.Background())
+	defer shutdown(nil)
+	gate := make(chan struct{})
+	ts := newTestServer(t, testOptions{baseCtx: base, cfg: Config{OnToken: func(n int, _ int32) error {
+		if n == 5 {
+			<-gate // hold the engine at token 5 until the shutdown began
+		}
+		return nil
+	}}})
+	st := ts.client.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{Model: "stories260K",
+		Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once")}, MaxTokens: openai.Int(100)})
+	if !st.Next() {
+		t.Fatalf("no first chunk: %v", st.Err())
+	}
+	shutdown(ErrShutdown)
+	close(gate)
+	for st.Next() {
+	}
+	err := st.Err()
+	if err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("stream ended with %v, want the server_shutdown error", err)
+	}
+}

@@ -45,6 +45,9 @@ type testOptions struct {
 	// sndBuf, if set, is the server side's socket send buffer (bytes), so
 	// a client that does not read blocks the server's writes early.
 	sndBuf int
+	// baseCtx, if set, is the HTTP server's base context (as
+	// listenAndServe's, which it cancels with ErrShutdown on SIGINT).
+	baseCtx context.Context
 }
 
 // smallSendBuf sets each accepted connection's send buffer.
@@ -108,6 +111,9 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	hs := httptest.NewUnstartedServer(s)
 	if o.sndBuf > 0 {
 		hs.Listener = smallSendBuf{hs.Listener, o.sndBuf}
+	}
+	if o.baseCtx != nil {
+		hs.Config.BaseContext = func(net.Listener) context.Context { return o.baseCtx }
 	}
 	hs.Start()
 	done := make(chan struct{})
