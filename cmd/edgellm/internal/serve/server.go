@@ -8,6 +8,16 @@
 // the session's for the server's lifetime: its decisions apply between
 // decode steps of whatever request runs, and each response lists the ones
 // taken during it in its "edgellm" extension object.
+//
+// The engine never writes to a socket: each request's output goes to a
+// bounded buffer that the request's handler goroutine writes under a write
+// deadline (output.pump); a client that cannot keep up is cut off and its
+// generation ends. Queued requests leave the queue the moment their client
+// does (jobQueue). Chat prompts parse the template's control tokens and
+// not the users' text (host.TokenizeChat). Prefix reuse holds under a
+// policy's KV window as far as the window has evicted nothing the kept
+// prefix needs (worker.reusable). Browser requests are checked for Origin
+// and Host (DNS rebinding), bodies must be JSON.
 package serve
 
 import (
