@@ -141,7 +141,7 @@ func (w *worker) do(j *job) jobResult {
 		res.reuseNote = fmt.Sprintf("%d common-prefix tokens prefilled again: the KV window (%d) had evicted positions they need (the session held %d)",
 			lost, minWindow(w.adapter.Current(), w.nLayer), w.sess.Len()) // lost > 0 only under a policy
 	}
-	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling, StopAtEOG: true}
+	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling}
 	if w.adapter != nil {
 		gen.BeforeStep = func(step int) error { return w.beforeStep(step, &res) }
 	}
@@ -170,13 +170,14 @@ func (w *worker) do(j *job) jobResult {
 		}
 		return err
 	}
-	gen.Vocab, gen.Prompt, gen.Emit = w.vocab, j.prompt[keep:], emit
+	gen.Prompt, gen.Emit = j.prompt[keep:], emit
 	st, err := host.Generate(j.ctx, w.sess, gen)
 	res.stats, res.err = st, err
 	if errors.Is(err, errStopSequence) {
 		res.err = nil
 	}
-	// The KV holds what was decoded: the last sampled token never is.
+	// The worker's copy follows the KV (every emitted token is in it; an
+	// error mid-step may leave fewer).
 	if n := w.sess.Len(); n <= len(w.cached) {
 		w.cached = w.cached[:n]
 	} else {
