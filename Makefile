@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
+.PHONY: all build browser test bench bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -82,12 +82,28 @@ policies:
 	@if [ -f policies/Makefile ]; then $(MAKE) -C policies GO=$(GO); fi
 	@if [ -n "$(HAVE_NPM)" ]; then $(MAKE) -C policies assemblyscript; else echo "npm not found: AssemblyScript policy not built, its tests skip"; fi
 
-test: build policies browser
+test: build policies browser serve-sdk
 	$(GO) vet ./...
-	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) -skip '^TestScenarioCPU$$' ./...
+	EDGELLM_SHARED=$(SHARED) EDGELLM_REQUIRE_AS=$(HAVE_NPM) EDGELLM_REQUIRE_NODE_SDK=$(HAVE_NPM) $(GO) test $(TEST_FLAGS) -skip '^TestScenarioCPU$$' ./...
 	@# The CPU contention scenario alone, after the rest: its speed assertions
 	@# hold only on CPUs nothing else uses (cmd/edgellm/scenario_cpu_test.go).
 	EDGELLM_SHARED=$(SHARED) $(GO) test $(TEST_FLAGS) -run '^TestScenarioCPU$$' -v ./cmd/edgellm
+
+# The serve page's charting library, uPlot (MIT), is vendored: its minified
+# build is committed in cmd/edgellm/internal/serve/page/ (embedded with
+# go:embed, nothing fetched at run time; licence in page/uplot.LICENSE).
+# This target re-creates it from npm, pinned by page/vendor/package-lock.json.
+SERVE_PAGE := cmd/edgellm/internal/serve/page
+serve-page-vendor:
+	cd $(SERVE_PAGE)/vendor && npm ci --no-audit --no-fund
+	cp $(SERVE_PAGE)/vendor/node_modules/uplot/dist/uPlot.iife.min.js $(SERVE_PAGE)/uplot.min.js
+	cp $(SERVE_PAGE)/vendor/node_modules/uplot/dist/uPlot.min.css $(SERVE_PAGE)/uplot.min.css
+	cp $(SERVE_PAGE)/vendor/node_modules/uplot/LICENSE $(SERVE_PAGE)/uplot.LICENSE
+
+# The OpenAI Node SDK for cmd/edgellm/internal/serve's TestNodeSDK, pinned by
+# its testdata/node/package-lock.json (skipped without npm).
+serve-sdk:
+	@if [ -n "$(HAVE_NPM)" ]; then cd $(SERVE_PAGE)/../testdata/node && npm ci --no-audit --no-fund --silent; else echo "npm not found: TestNodeSDK skips"; fi
 
 # Headless Chromium for cmd/edgellm/internal/serve's page test (Debian's package, 2-3 min
 # to install here; EDGELLM_NO_BROWSER=1 skips the test instead).

@@ -11,7 +11,7 @@ sleep 2
 i=0
 while [ $i -lt "$REPS" ]; do
   ./bin/edgellm run -m "$M" --threads 1 --ctx 512 --temp 0 -n "$N" -p "Once upon a time" 2>&1 >/dev/null | grep -o 'prefill.*' | sed 's/^/run:   /'
-  curl -s -N -o /tmp/serve_bench.$$ -w 'serve: ttft(first SSE byte) %{time_starttransfer}s total %{time_total}s\n' \
+  curl -s -N -H 'Content-Type: application/json' -o /tmp/serve_bench.$$ -w 'serve: ttft(first SSE byte) %{time_starttransfer}s total %{time_total}s\n' \
     "http://127.0.0.1:$PORT/v1/completions" -d "{\"prompt\":\"Once upon a time\",\"max_tokens\":$N,\"temperature\":0,\"stream\":true}"
   grep -o '"usage":{[^}]*}' /tmp/serve_bench.$$ | sed 's/^/serve: /'; grep -o '"ttft_ms":[^,]*,"decode_tps":[0-9.]*' /tmp/serve_bench.$$ | sed 's/^/serve (server side): /'
   rm -f /tmp/serve_bench.$$

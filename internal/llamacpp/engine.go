@@ -100,6 +100,9 @@ type currentVocab struct{ e *Engine }
 func (v currentVocab) Tokenize(text string, addSpecial bool) ([]int32, error) {
 	return v.e.vocab.Tokenize(text, addSpecial)
 }
+func (v currentVocab) TokenizeSpecial(text string, addSpecial bool) ([]int32, error) {
+	return v.e.vocab.TokenizeSpecial(text, addSpecial)
+}
 func (v currentVocab) Piece(dst []byte, tok int32) []byte { return v.e.vocab.Piece(dst, tok) }
 func (v currentVocab) BOS() int32                         { return v.e.vocab.BOS() }
 func (v currentVocab) EOS() int32                         { return v.e.vocab.EOS() }

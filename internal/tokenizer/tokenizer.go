@@ -24,6 +24,13 @@ func (v Vocab) Tokenize(text string, addSpecial bool) ([]int32, error) {
 	return v.V.Tokenize(text, addSpecial, false)
 }
 
+// TokenizeSpecial is Tokenize with special-token text ("<|im_start|>")
+// parsed into its token: for text the server wrote (a chat template's),
+// never for a user's.
+func (v Vocab) TokenizeSpecial(text string, addSpecial bool) ([]int32, error) {
+	return v.V.Tokenize(text, addSpecial, true)
+}
+
 // Piece appends the text of tok to dst; an invalid token appends nothing.
 func (v Vocab) Piece(dst []byte, tok int32) []byte {
 	out, err := v.V.Piece(dst, tok, false)

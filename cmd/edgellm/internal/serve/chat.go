@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/edgellm/edgellm/host"
@@ -27,18 +28,44 @@ func NewChatFormatter(tmpl string) *ChatFormatter {
 	return &ChatFormatter{tmpl: tmpl}
 }
 
-// Format returns the prompt and the template's name: "model" when the
+// Tokens formats msgs and tokenizes the prompt for v: with the model's
+// template, its control tokens are parsed and the contents are not (see
+// host.TokenizeChat); with PlainTemplate, all of it is text. It names the
+// template used: "model" or PlainTemplate.
+func (f *ChatFormatter) Tokens(v host.Vocab, msgs []Message) ([]int32, string, error) {
+	if f.tmpl != "" {
+		toks, err := host.TokenizeChat(v, f.tmpl, hostMessages(msgs), true)
+		if err == nil {
+			return toks, "model", nil
+		}
+		if !errors.Is(err, host.ErrChatTemplate) {
+			return nil, "", err
+		}
+	}
+	toks, err := v.Tokenize(plainPrompt(msgs), true)
+	return toks, PlainTemplate, err
+}
+
+func hostMessages(msgs []Message) []host.ChatMessage {
+	hm := make([]host.ChatMessage, len(msgs))
+	for i, m := range msgs {
+		hm[i] = host.ChatMessage{Role: m.Role, Content: m.Content}
+	}
+	return hm
+}
+
+// Format returns the prompt text and the template's name: "model" when the
 // model's own template formatted it, PlainTemplate otherwise.
 func (f *ChatFormatter) Format(msgs []Message) (prompt, name string) {
 	if f.tmpl != "" {
-		hm := make([]host.ChatMessage, len(msgs))
-		for i, m := range msgs {
-			hm[i] = host.ChatMessage{Role: m.Role, Content: m.Content}
-		}
-		if p, err := host.ApplyChatTemplate(f.tmpl, hm, true); err == nil {
+		if p, err := host.ApplyChatTemplate(f.tmpl, hostMessages(msgs), true); err == nil {
 			return p, "model"
 		}
 	}
+	return plainPrompt(msgs), PlainTemplate
+}
+
+func plainPrompt(msgs []Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		b.WriteString(strings.ToUpper(m.Role[:1]) + m.Role[1:])
@@ -47,5 +74,26 @@ func (f *ChatFormatter) Format(msgs []Message) (prompt, name string) {
 		b.WriteString("\n")
 	}
 	b.WriteString("Assistant:")
-	return b.String(), PlainTemplate
+	return b.String()
+}
+
+// promptTokens is the request's prompt as tokens, and the chat template's
+// name for a chat. A completion's prompt is text: special-token text in it
+// is not parsed.
+func (s *Server) promptTokens(req *Request) ([]int32, string, error) {
+	var toks []int32
+	var tmpl string
+	var err error
+	if req.Chat {
+		toks, tmpl, err = s.chat.Tokens(s.vocab, req.Messages)
+	} else {
+		toks, err = s.vocab.Tokenize(req.Prompt, true)
+	}
+	if err != nil {
+		return nil, "", badRequest("prompt", "tokenizing the prompt: %v", err)
+	}
+	if len(toks) == 0 {
+		toks = []int32{s.vocab.BOS()}
+	}
+	return toks, tmpl, nil
 }

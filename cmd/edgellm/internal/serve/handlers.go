@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -16,13 +19,18 @@ import (
 // the policy decisions taken while the request ran, and the prefill the
 // KV prefix reuse saved.
 type Extension struct {
-	ChatTemplate  string     `json:"chat_template,omitempty"`
-	Decisions     []Decision `json:"decisions"`
-	ReusedTokens  int        `json:"reused_prompt_tokens"`
-	QueueMs       float64    `json:"queue_ms"`
-	TTFTMs        float64    `json:"ttft_ms"`
-	DecodeTPS     float64    `json:"decode_tps"`
-	StoppedReason string     `json:"-"`
+	ChatTemplate string     `json:"chat_template,omitempty"`
+	Decisions    []Decision `json:"decisions"`
+	ReusedTokens int        `json:"reused_prompt_tokens"`
+	// ReuseLost are prompt tokens shared with the previous request that
+	// were prefilled again because the policy's KV window had evicted
+	// positions they need; ReuseNote says so in words.
+	ReuseLost     int     `json:"reuse_lost_tokens,omitempty"`
+	ReuseNote     string  `json:"reuse_note,omitempty"`
+	QueueMs       float64 `json:"queue_ms"`
+	TTFTMs        float64 `json:"ttft_ms"`
+	DecodeTPS     float64 `json:"decode_tps"`
+	StoppedReason string  `json:"-"`
 }
 
 type usage struct {
@@ -53,11 +61,28 @@ type response struct {
 // completion handles POST /v1/completions and /v1/chat/completions.
 func (s *Server) completion(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// JSON only: a browser sends text/plain or form bodies cross-origin
+		// without a preflight; application/json needs one.
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			writeError(w, &APIError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type",
+				Message: fmt.Sprintf("Content-Type %q: the body must be application/json", r.Header.Get("Content-Type"))})
+			return
+		}
+		// A body that trickles in must not hold the handler: a read deadline
+		// for all of it, cleared before generation (SSE writes have their own).
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		rc.SetReadDeadline(time.Time{})
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				writeError(w, badRequest("", "request body is over %d bytes (--max-body)", mbe.Limit))
+				return
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				writeError(w, &APIError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "body_timeout",
+					Message: fmt.Sprintf("the request body did not arrive within %s", s.cfg.BodyTimeout)})
 				return
 			}
 			writeError(w, badRequest("", "reading the body: %v", err))
@@ -73,20 +98,16 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 }
 
 // serve tokenizes, checks the context, queues the job and writes the answer.
+// The engine never writes to the socket: it appends to the output's
+// buffer; this goroutine writes it out with a write deadline.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 	ext := &Extension{Decisions: []Decision{}}
-	text := req.Prompt
-	if req.Chat {
-		text, ext.ChatTemplate = s.chat.Format(req.Messages)
-	}
-	prompt, err := s.vocab.Tokenize(text, true)
+	prompt, tmpl, err := s.promptTokens(req)
 	if err != nil {
-		writeError(w, badRequest("prompt", "tokenizing the prompt: %v", err))
+		writeError(w, err.(*APIError))
 		return
 	}
-	if len(prompt) == 0 {
-		prompt = []int32{s.vocab.BOS()}
-	}
+	ext.ChatTemplate = tmpl
 	nPredict := req.MaxTokens
 	room := s.nCtx - len(prompt)
 	switch {
@@ -110,44 +131,50 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 		writeError(w, badRequest("", "%v", err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-	defer cancel()
-	out := newOutput(s, w, req, len(prompt))
+	tctx, tcancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer tcancel()
+	ctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	out := newOutput(s, w, req, len(prompt), cancel)
 	j := &job{ctx: ctx, prompt: prompt, nPredict: nPredict, sampling: sp, emit: out.token,
 		started: make(chan struct{}), done: make(chan jobResult, 1)}
 	queued := time.Now()
-	select {
-	case s.worker.queue <- j:
-	default:
+	if !s.worker.queue.push(j) {
 		s.rejected.Add(1)
 		writeError(w, &APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "queue_full",
-			Message: fmt.Sprintf("the queue is full (%d requests waiting, --queue %d): retry later", len(s.worker.queue), cap(s.worker.queue)), RetryAfter: 1})
+			Message: fmt.Sprintf("the queue is full (%d requests waiting, --queue %d): retry later", s.worker.queue.len(), s.worker.queue.cap), RetryAfter: 1})
 		return
 	}
 	var res jobResult
 	select {
-	case res = <-j.done:
 	case <-j.started:
 		ext.QueueMs = ms(time.Since(queued))
-		res = <-j.done
+		res = out.pump(j.done)
 	case <-ctx.Done():
-		// Gone while queued (client left, timeout, shutdown): the worker
-		// checks ctx before it runs a job, so it will never emit for this one.
-		select {
-		case <-j.started:
-			res = <-j.done
-		default:
+		// Gone while queued (client left, timeout, shutdown): its slot is
+		// freed now. If the worker took it meanwhile, it sees ctx at once.
+		if s.worker.queue.remove(j) {
+			s.worker.count(func(st *workerStats) { st.Cancelled++ })
 			res = jobResult{err: ctx.Err()}
+		} else {
+			res = out.pump(j.done)
 		}
 	}
 	if ext.QueueMs == 0 {
 		ext.QueueMs = ms(time.Since(queued))
 	}
 	ext.Decisions = append(ext.Decisions, res.decisions...)
-	ext.ReusedTokens = res.reused
+	ext.ReusedTokens, ext.ReuseLost, ext.ReuseNote = res.reused, res.reuseLost, res.reuseNote
 	ext.TTFTMs = ms(res.stats.FirstToken)
 	ext.DecodeTPS = res.stats.DecodeTPS()
-	if res.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Context().Err() == nil {
+	if res.err != nil && errors.Is(context.Cause(ctx), ErrShutdown) {
+		res.err = &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "server_shutdown",
+			Message: fmt.Sprintf("the server is shutting down: generation stopped after %d tokens", res.stats.GeneratedTokens)}
+	}
+	if res.err != nil && errors.Is(context.Cause(ctx), errSlowClient) {
+		return // the client cannot take more: nothing else is written
+	}
+	if res.err != nil && errors.Is(tctx.Err(), context.DeadlineExceeded) && r.Context().Err() == nil {
 		res.err = badRequest("", "the request ran over the %s timeout (--request-timeout) after %d generated tokens", s.cfg.RequestTimeout, res.stats.GeneratedTokens)
 	}
 	out.finish(res, ext)
@@ -155,13 +182,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// errSlowClient cuts off a streaming client that does not take its output
+// as fast as the engine makes it: its buffer is over Config.StreamBuffer,
+// or one write did not finish within Config.WriteTimeout.
+var errSlowClient = errors.New("the client does not read its stream fast enough")
+
 // output turns tokens into text (holding back possible stop sequences) and
 // writes it: SSE chunks while streaming, one JSON object at the end
-// otherwise. token runs on the worker goroutine, finish on the handler's
-// after the job is done, so they never overlap.
+// otherwise. token runs on the worker goroutine and only appends to a
+// bounded buffer; pump and finish run on the handler's goroutine and do
+// all the writing, each write under a deadline.
 type output struct {
 	s      *Server
 	w      http.ResponseWriter
+	rc     *http.ResponseController
 	req    *Request
 	id     string
 	nPrmt  int
@@ -169,29 +203,38 @@ type output struct {
 	text   strings.Builder
 	piece  []byte
 	n      int
-	sent   bool // stream headers written
-	wErr   error
+	chunks int                     // chunks made (worker side)
+	cancel context.CancelCauseFunc // ends the job (errSlowClient)
+
+	mu     sync.Mutex
+	buf    []byte        // SSE bytes not yet written
+	bufErr error         // set once the client is cut off
+	more   chan struct{} // signalled when buf grows
+
+	sent bool // stream headers written (handler side)
+	wErr error
 }
 
-func newOutput(s *Server, w http.ResponseWriter, req *Request, nPrompt int) *output {
+func newOutput(s *Server, w http.ResponseWriter, req *Request, nPrompt int, cancel context.CancelCauseFunc) *output {
 	prefix := "cmpl-"
 	if req.Chat {
 		prefix = "chatcmpl-"
 	}
-	return &output{s: s, w: w, req: req, nPrmt: nPrompt, id: prefix + s.nextID(), filter: stopFilter{stops: req.Stop}}
+	return &output{s: s, w: w, rc: http.NewResponseController(w), req: req, nPrmt: nPrompt, id: prefix + s.nextID(),
+		filter: stopFilter{stops: req.Stop}, cancel: cancel, more: make(chan struct{}, 1)}
 }
 
 func (o *output) token(tok int32) error {
 	o.piece = o.s.vocab.Piece(o.piece[:0], tok)
 	p := o.piece
-	if o.n == 0 && !o.req.Chat && o.req.Prompt == "" && len(p) > 0 && p[0] == ' ' {
-		p = p[1:]
+	if o.n == 0 && len(p) > 0 && p[0] == ' ' && (o.req.Chat || o.req.Prompt == "") {
+		p = p[1:] // the reply's leading space (the worker keeps the token itself for prefix reuse)
 	}
 	o.n++
 	safe := o.filter.push(string(p))
 	o.text.WriteString(safe)
 	if o.req.Stream && safe != "" {
-		if err := o.chunk(safe, nil, nil, nil); err != nil {
+		if err := o.queue(o.event(safe, nil, nil, nil)); err != nil {
 			return err
 		}
 	}
@@ -199,6 +242,83 @@ func (o *output) token(tok int32) error {
 		return errStopSequence
 	}
 	return nil
+}
+
+// queue appends one SSE event to the buffer for pump to write; past
+// Config.StreamBuffer unwritten bytes the client is cut off.
+func (o *output) queue(b []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bufErr != nil {
+		return o.bufErr
+	}
+	if len(o.buf)+len(b) > o.s.cfg.StreamBuffer {
+		o.bufErr = fmt.Errorf("%w: %d bytes unread (--stream-buffer %d)", errSlowClient, len(o.buf), o.s.cfg.StreamBuffer)
+		o.cancel(errSlowClient)
+		return o.bufErr
+	}
+	o.buf = append(o.buf, b...)
+	select {
+	case o.more <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// pump writes buffered events as they come until the job is done, and
+// returns its result.
+func (o *output) pump(done <-chan jobResult) jobResult {
+	for {
+		select {
+		case res := <-done:
+			o.drain()
+			return res
+		case <-o.more:
+			o.drain()
+		}
+	}
+}
+
+// drain writes what the buffer holds.
+func (o *output) drain() {
+	o.mu.Lock()
+	b := o.buf
+	o.buf = nil
+	o.mu.Unlock()
+	if len(b) > 0 {
+		o.write(b)
+	}
+}
+
+// write sends b under the write deadline (stream headers first); a failed
+// or timed-out write cuts the client off and ends its job.
+func (o *output) write(b []byte) {
+	if o.wErr != nil {
+		return
+	}
+	if !o.sent {
+		h := o.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		o.sent = true
+		o.rc.SetWriteDeadline(time.Now().Add(o.s.cfg.WriteTimeout))
+		o.w.WriteHeader(http.StatusOK)
+	}
+	o.rc.SetWriteDeadline(time.Now().Add(o.s.cfg.WriteTimeout))
+	_, err := o.w.Write(b)
+	if err == nil {
+		err = o.rc.Flush()
+	}
+	if err != nil {
+		o.wErr = err
+		o.mu.Lock()
+		if o.bufErr == nil {
+			o.bufErr = fmt.Errorf("%w: %v", errSlowClient, err)
+		}
+		o.mu.Unlock()
+		o.cancel(errSlowClient)
+	}
 }
 
 func (o *output) object() string {
@@ -227,41 +347,26 @@ func (o *output) choiceOf(text string, finish *string, first bool) choice {
 	return c
 }
 
-// chunk writes one SSE event.
-func (o *output) chunk(text string, finish *string, u *usage, ext *Extension) error {
-	if o.wErr != nil {
-		return o.wErr
-	}
-	if !o.sent {
-		h := o.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		o.w.WriteHeader(http.StatusOK)
-	}
+// event formats one SSE chunk.
+func (o *output) event(text string, finish *string, u *usage, ext *Extension) []byte {
 	resp := response{ID: o.id, Object: o.object(), Created: time.Now().Unix(), Model: o.s.cfg.ModelID, Usage: u, Edge: ext,
-		Choices: []choice{o.choiceOf(text, finish, !o.sent)}}
+		Choices: []choice{o.choiceOf(text, finish, o.chunks == 0)}}
 	if u != nil && finish == nil {
 		resp.Choices = []choice{}
 	}
-	o.sent = true
+	o.chunks++
 	b, _ := json.Marshal(resp)
-	if _, err := fmt.Fprintf(o.w, "data: %s\n\n", b); err != nil {
-		o.wErr = err
-		return err
-	}
-	if f, ok := o.w.(http.Flusher); ok {
-		f.Flush()
-	}
-	return nil
+	return fmt.Appendf(nil, "data: %s\n\n", b)
 }
 
-// finish writes the end of the response.
+// finish writes the end of the response (the job is done: the handler's
+// goroutine owns the output now).
 func (o *output) finish(res jobResult, ext *Extension) {
+	o.drain()
 	if rest := o.filter.flush(); rest != "" && !o.filter.hit {
 		o.text.WriteString(rest)
 		if o.req.Stream {
-			o.chunk(rest, nil, nil, nil)
+			o.write(o.event(rest, nil, nil, nil))
 		}
 	}
 	finish := "length"
@@ -281,7 +386,7 @@ func (o *output) finish(res jobResult, ext *Extension) {
 			b, _ := json.Marshal(struct {
 				Error *APIError `json:"error"`
 			}{e})
-			fmt.Fprintf(o.w, "data: %s\n\ndata: [DONE]\n\n", b)
+			o.write(fmt.Appendf(nil, "data: %s\n\ndata: [DONE]\n\n", b))
 			return
 		}
 		writeError(o.w, e)
@@ -292,17 +397,16 @@ func (o *output) finish(res jobResult, ext *Extension) {
 		if !o.req.IncludeUsage {
 			cu = u // the final chunk carries usage either way; include_usage adds OpenAI's own usage-only chunk
 		}
-		o.chunk("", &finish, cu, ext)
+		b := o.event("", &finish, cu, ext)
 		if o.req.IncludeUsage {
-			o.chunk("", nil, u, nil)
+			b = append(b, o.event("", nil, u, nil)...)
 		}
-		if o.wErr == nil {
-			fmt.Fprint(o.w, "data: [DONE]\n\n")
-		}
+		o.write(append(b, "data: [DONE]\n\n"...))
 		return
 	}
 	resp := response{ID: o.id, Object: o.object(), Created: time.Now().Unix(), Model: o.s.cfg.ModelID, Usage: u, Edge: ext,
 		Choices: []choice{o.choiceOf(o.text.String(), &finish, false)}}
 	o.w.Header().Set("Content-Type", "application/json")
+	o.rc.SetWriteDeadline(time.Now().Add(o.s.cfg.WriteTimeout))
 	json.NewEncoder(o.w).Encode(resp)
 }

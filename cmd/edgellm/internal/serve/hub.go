@@ -4,9 +4,18 @@ import "sync"
 
 // event is one live update for the page's charts (GET /events).
 type event struct {
-	Kind     string    `json:"kind"` // "decision", "request"
+	Kind     string    `json:"kind"` // "decision", "request", "token"
 	Decision *Decision `json:"decision,omitempty"`
 	Request  *reqEvent `json:"request,omitempty"`
+	Token    *tokEvent `json:"token,omitempty"`
+}
+
+// tokEvent is one generated token's decode rate, as it streams: 1/(time
+// since the request's previous token), and its moving average over ~4.
+type tokEvent struct {
+	Time        int64   `json:"time_ms"`
+	TPS         float64 `json:"tps"`
+	TPSSmoothed float64 `json:"tps_smoothed"`
 }
 
 // reqEvent summarises a finished request.
@@ -27,7 +36,7 @@ type hub struct {
 func newHub() *hub { return &hub{subs: map[chan event]struct{}{}} }
 
 func (h *hub) subscribe() chan event {
-	c := make(chan event, 64)
+	c := make(chan event, 256)
 	h.mu.Lock()
 	h.subs[c] = struct{}{}
 	h.mu.Unlock()

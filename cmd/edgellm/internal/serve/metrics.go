@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/edgellm/edgellm/abi"
 )
@@ -26,8 +27,10 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	g("edgellm_requests_cancelled_total", "Requests whose client left or whose timeout ran out.", "counter", float64(st.Cancelled), "")
 	g("edgellm_requests_failed_total", "Requests that failed in the engine.", "counter", float64(st.Failed), "")
 	g("edgellm_requests_rejected_total", "Requests refused with 429 (queue full).", "counter", float64(s.rejected.Load()), "")
-	g("edgellm_queue_length", "Requests waiting for the engine.", "gauge", float64(len(s.worker.queue)), "")
+	g("edgellm_queue_length", "Requests waiting for the engine.", "gauge", float64(s.worker.queue.len()), "")
 	g("edgellm_prompt_tokens_total", "Prompt tokens of all requests.", "counter", float64(st.PromptTokens), "")
+	g("edgellm_prompt_tokens_reuse_lost_total", "Prompt tokens shared with the previous request but prefilled again: the KV window had evicted positions they need.", "counter", float64(st.ReuseLostTokens), "")
+	g("edgellm_streams_cut_off_total", "Streaming clients cut off for not reading fast enough (--stream-buffer, --write-timeout).", "counter", float64(st.SlowClients), "")
 	g("edgellm_prompt_tokens_reused_total", "Prompt tokens whose KV was kept from the previous request (prefill saved).", "counter", float64(st.ReusedTokens), "")
 	g("edgellm_generated_tokens_total", "Generated tokens.", "counter", float64(st.GeneratedTokens), "")
 	d := st.Current
@@ -86,4 +89,31 @@ func readTempC() float64 {
 		return -1
 	}
 	return float64(milli) / 1000
+}
+
+// readCgroupMemory is the process's cgroup v2 memory.current and
+// memory.max in bytes; ok false without a readable limit ("max").
+func readCgroupMemory() (usage, limit int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, 0, false
+	}
+	var path string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if p, found := strings.CutPrefix(line, "0::"); found {
+			path = p
+		}
+	}
+	if path == "" {
+		return 0, 0, false
+	}
+	dir := "/sys/fs/cgroup" + path
+	lb, err1 := os.ReadFile(dir + "/memory.max")
+	ub, err2 := os.ReadFile(dir + "/memory.current")
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	limit, err1 = strconv.ParseInt(strings.TrimSpace(string(lb)), 10, 64)
+	usage, err2 = strconv.ParseInt(strings.TrimSpace(string(ub)), 10, 64)
+	return usage, limit, err1 == nil && err2 == nil
 }

@@ -3,8 +3,10 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 )
 
 // Message is one chat turn of a /v1/chat/completions request.
@@ -45,6 +47,8 @@ type wireRequest struct {
 	Seed          *int64          `json:"seed"`
 	Stop          json.RawMessage `json:"stop"`
 	N             *int            `json:"n"`
+	Presence      *float64        `json:"presence_penalty"`
+	Frequency     *float64        `json:"frequency_penalty"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -62,12 +66,16 @@ const maxStops = 4
 // DecodeRequest parses a request body. The error is an *APIError (400) that
 // names the offending field.
 func DecodeRequest(body []byte, chat bool) (*Request, error) {
-	var w wireRequest
-	if err := json.Unmarshal(body, &w); err != nil {
-		return nil, badRequest("", "invalid JSON body: %v", err)
-	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, badRequest("", "invalid JSON body: %v", err)
+	}
+	var w wireRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, badRequest(te.Field, "%s: got a JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type))
+		}
 		return nil, badRequest("", "invalid JSON body: %v", err)
 	}
 	for _, k := range unsupported {
@@ -78,6 +86,16 @@ func DecodeRequest(body []byte, chat bool) (*Request, error) {
 	r := &Request{Chat: chat, Model: w.Model, Stream: w.Stream, Temperature: 1, TopP: 1}
 	if w.N != nil && *w.N != 1 {
 		return nil, badRequest("n", "n=%d is not supported: this server returns one choice (n=1)", *w.N)
+	}
+	// The sampler has a repetition penalty (the server's --repeat-penalty)
+	// but neither of OpenAI's additive penalties: refused, not ignored.
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"presence_penalty", w.Presence}, {"frequency_penalty", w.Frequency}} {
+		if p.v != nil && *p.v != 0 {
+			return nil, badRequest(p.name, "%s=%v is not supported by this server (only 0); the server's --repeat-penalty applies to every request", p.name, *p.v)
+		}
 	}
 	if chat {
 		if err := decodeMessages(w.Messages, r); err != nil {
@@ -123,6 +141,26 @@ func DecodeRequest(body []byte, chat bool) (*Request, error) {
 		r.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
 	return r, nil
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 func isNullish(v json.RawMessage) bool {

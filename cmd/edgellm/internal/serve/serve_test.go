@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -41,6 +42,26 @@ type testOptions struct {
 	attach *host.PolicyOptions
 	// tiers are the ladder's files in models/derived (default Q8_0, Q4_0).
 	tiers []string
+	// sndBuf, if set, is the server side's socket send buffer (bytes), so
+	// a client that does not read blocks the server's writes early.
+	sndBuf int
+	// baseCtx, if set, is the HTTP server's base context (as
+	// listenAndServe's, which it cancels with ErrShutdown on SIGINT).
+	baseCtx context.Context
+}
+
+// smallSendBuf sets each accepted connection's send buffer.
+type smallSendBuf struct {
+	net.Listener
+	n int
+}
+
+func (l smallSendBuf) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(l.n)
+	}
+	return c, err
 }
 
 func newTestServer(t *testing.T, o testOptions) *testServer {
@@ -86,7 +107,14 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	cfg.Sampling = host.SamplingParams{TopP: 1, RepeatPenalty: 1}
 	s := New(cfg, eng, sess, a)
 	ctx, cancel := context.WithCancel(context.Background())
-	hs := httptest.NewServer(s)
+	hs := httptest.NewUnstartedServer(s)
+	if o.sndBuf > 0 {
+		hs.Listener = smallSendBuf{hs.Listener, o.sndBuf}
+	}
+	if o.baseCtx != nil {
+		hs.Config.BaseContext = func(net.Listener) context.Context { return o.baseCtx }
+	}
+	hs.Start()
 	done := make(chan struct{})
 	ts := &testServer{Server: s, adapter: a, url: hs.URL, cancel: cancel}
 	ts.client = openai.NewClient(option.WithBaseURL(hs.URL+"/v1/"), option.WithAPIKey(cfg.APIKey+"x"[:boolInt(cfg.APIKey == "")]),
@@ -272,7 +300,7 @@ func TestQueueFull429(t *testing.T) {
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once")}, MaxTokens: openai.Int(4)})
 		first <- err
 	}()
-	for len(ts.worker.queue) == 0 {
+	for ts.worker.queue.len() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	_, err := ts.client.Completions.New(context.Background(), openai.CompletionNewParams{Model: "stories260K",

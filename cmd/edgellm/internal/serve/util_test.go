@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"encoding/json"
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/openai/openai-go"
@@ -36,5 +38,13 @@ func TestChatFormatter(t *testing.T) {
 		if name != PlainTemplate || p != "System: be brief\nUser: hi\nAssistant:" {
 			t.Fatalf("%q: %s %q", tmpl, name, p)
 		}
+	}
+}
+
+func decodeJSON(t *testing.T, resp *http.Response, v any) {
+	t.Helper()
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,7 +2,11 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +32,8 @@ type jobResult struct {
 	stats     host.Stats
 	err       error
 	reused    int        // prompt tokens whose KV was kept from the last request
+	reuseLost int        // common-prefix tokens the KV window had made unusable
+	reuseNote string     // why, when reuseLost > 0
 	decisions []Decision // policy decisions taken during the job
 }
 
@@ -53,8 +59,8 @@ type Decision struct {
 	Revision int64 `json:"revision"`
 	// LayerBits is the per-layer precision in bits, for layers the model has
 	// (absent when the policy leaves it).
-	LayerBits []uint8 `json:"layer_bits,omitempty"`
-	Time      int64   `json:"time_ms"` // Unix milliseconds
+	LayerBits Bits  `json:"layer_bits,omitempty"`
+	Time      int64 `json:"time_ms"` // Unix milliseconds
 }
 
 // worker owns the session: it runs one job at a time, in queue order.
@@ -63,9 +69,11 @@ type worker struct {
 	vocab   host.Vocab
 	adapter *host.Adapter // nil without a policy
 	nLayer  int
-	queue   chan *job
+	queue   *jobQueue
 	hub     *hub
 	onToken func(n int, tok int32) error // Config.OnToken (nil: none)
+	logf    func(string, ...any)         // Config.Logf (nil: none)
+	noReuse bool                         // Config.NoPrefixReuse
 
 	// Owned by the worker goroutine.
 	cached []int32 // the tokens whose KV the session holds, in order
@@ -79,14 +87,18 @@ type worker struct {
 // workerStats are the counters /metrics shows.
 type workerStats struct {
 	Requests, Cancelled, Failed      int
+	SlowClients                      int // streams cut off (errSlowClient)
 	PromptTokens, ReusedTokens       int
+	ReuseLostTokens                  int // common-prefix tokens the KV window made unusable
 	GeneratedTokens                  int
 	LastDecodeTPS, LastPrefillTPS    float64
 	LastTTFT                         time.Duration
 	Busy                             bool
 	Current                          abi.Decision
 	PolicyCalls, PolicyFails, Change int
-	Revision                         uint64 // the policy revision in service (host.Adapter.Revision)
+	Revision                         uint64      // the policy revision in service (host.Adapter.Revision)
+	Sensors                          abi.Sensors // what the policy was last given (zero before its first call)
+	HasSensors                       bool
 }
 
 func (w *worker) snapshot() workerStats {
@@ -98,13 +110,11 @@ func (w *worker) snapshot() workerStats {
 // run serves jobs until ctx ends.
 func (w *worker) run(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		j := w.queue.pop(ctx)
+		if j == nil {
 			return
-		case j := <-w.queue:
-			close(j.started)
-			j.done <- w.do(j)
 		}
+		j.done <- w.do(j)
 	}
 }
 
@@ -117,7 +127,7 @@ func (w *worker) do(j *job) jobResult {
 	}
 	w.setBusy(true)
 	defer w.setBusy(false)
-	keep := w.reusable(j.prompt)
+	keep, lost := w.reusable(j.prompt)
 	if err := w.sess.Truncate(keep); err != nil {
 		keep = 0
 		if err := w.sess.Truncate(0); err != nil {
@@ -126,12 +136,30 @@ func (w *worker) do(j *job) jobResult {
 	}
 	w.cached = append(w.cached[:keep], j.prompt[keep:]...)
 	var res jobResult
-	res.reused = keep
+	res.reused, res.reuseLost = keep, lost
+	if lost > 0 {
+		res.reuseNote = fmt.Sprintf("%d common-prefix tokens prefilled again: the KV window (%d) had evicted positions they need (the session held %d)",
+			lost, minWindow(w.adapter.Current(), w.nLayer), w.sess.Len()) // lost > 0 only under a policy
+	}
 	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling}
 	if w.adapter != nil {
 		gen.BeforeStep = func(step int) error { return w.beforeStep(step, &res) }
 	}
+	var last time.Time
+	var ema float64
 	emit := func(tok int32) error {
+		now := time.Now()
+		if !last.IsZero() {
+			if dt := now.Sub(last).Seconds(); dt > 0 {
+				r := 1 / dt
+				if ema == 0 {
+					ema = r
+				}
+				ema += (r - ema) / 4
+				w.hub.publish(event{Kind: "token", Token: &tokEvent{Time: now.UnixMilli(), TPS: r, TPSSmoothed: ema}})
+			}
+		}
+		last = now
 		w.cached = append(w.cached, tok)
 		err := j.emit(tok)
 		w.tokens++ // every generated token counts (as in Stats.GeneratedTokens), also the one a stop sequence ends on
@@ -148,7 +176,8 @@ func (w *worker) do(j *job) jobResult {
 	if errors.Is(err, errStopSequence) {
 		res.err = nil
 	}
-	// The KV holds what was decoded: the last sampled token never is.
+	// The worker's copy follows the KV (every emitted token is in it; an
+	// error mid-step may leave fewer).
 	if n := w.sess.Len(); n <= len(w.cached) {
 		w.cached = w.cached[:n]
 	} else {
@@ -160,6 +189,7 @@ func (w *worker) do(j *job) jobResult {
 		s.Requests++
 		s.PromptTokens += len(j.prompt)
 		s.ReusedTokens += keep
+		s.ReuseLostTokens += lost
 		s.GeneratedTokens += st.GeneratedTokens
 		if st.DecodeTokens > 0 {
 			s.LastDecodeTPS = st.DecodeTPS()
@@ -169,6 +199,8 @@ func (w *worker) do(j *job) jobResult {
 			s.LastTTFT = st.FirstToken
 		}
 		switch {
+		case res.err != nil && (errors.Is(res.err, errSlowClient) || errors.Is(context.Cause(j.ctx), errSlowClient)):
+			s.SlowClients++
 		case res.err != nil && j.ctx.Err() != nil:
 			s.Cancelled++
 		case res.err != nil:
@@ -179,19 +211,59 @@ func (w *worker) do(j *job) jobResult {
 }
 
 // reusable is how many leading tokens of prompt the session's KV already
-// holds. At least one prompt token is always prefilled (its logits start
-// generation); a policy KV window drops old positions, so nothing is reused
-// under one.
-func (w *worker) reusable(prompt []int32) int {
-	if w.adapter != nil && w.adapter.Current().Window > 0 {
-		return 0
+// holds and may keep, and how many more of the common prefix it cannot
+// keep (lost). At least one prompt token is always prefilled (its logits
+// start generation).
+//
+// Under a policy's KV window positions older than the window are evicted
+// as the session grows. A prompt that extends everything the session
+// holds keeps all of it (its new tokens see the same window a fresh
+// prefill would). Truncating back to an earlier point is different once
+// the session has outgrown the smallest window: the tokens after that
+// point would attend a window with evicted holes, so only the anchors
+// (kept forever) are reused and the rest of the common prefix is
+// prefilled again.
+func (w *worker) reusable(prompt []int32) (keep, lost int) {
+	if w.noReuse {
+		return 0, 0
 	}
+	var d abi.Decision // no policy: no window
+	if w.adapter != nil {
+		d = w.adapter.Current()
+	}
+	return w.reusableUnder(prompt, d)
+}
+
+func (w *worker) reusableUnder(prompt []int32, d abi.Decision) (keep, lost int) {
 	n := min(len(w.cached), w.sess.Len(), len(prompt)-1)
 	i := 0
 	for i < n && w.cached[i] == prompt[i] {
 		i++
 	}
-	return i
+	if i == w.sess.Len() {
+		return i, 0
+	}
+	win := minWindow(d, w.nLayer)
+	if win <= 0 || w.sess.Len() <= win {
+		return i, 0 // nothing evicted yet
+	}
+	keep = min(i, int(d.Anchors))
+	return keep, i - keep
+}
+
+// minWindow is the smallest per-layer KV window of d (0: no window), as
+// host's layerWindows computes them.
+func minWindow(d abi.Decision, nLayer int) int {
+	if d.Window <= 0 {
+		return 0
+	}
+	m := int(d.Window)
+	for l := 0; l < min(nLayer, len(d.LayerWindowScale)); l++ {
+		if sc := d.LayerWindowScale[l]; sc > 0 && sc < 1 {
+			m = min(m, max(1, int(math.Round(float64(sc)*float64(d.Window)))))
+		}
+	}
+	return m
 }
 
 // beforeStep runs the policy with a step count that grows across requests
@@ -203,10 +275,16 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	err := w.adapter.BeforeStep(w.step)
 	ps := w.adapter.Stats()
 	cur := w.adapter.Current()
+	rev := uint64(w.adapter.Revision())
+	var was uint64
 	w.count(func(s *workerStats) {
 		s.Current, s.PolicyCalls, s.PolicyFails, s.Change = cur, ps.Calls, ps.Failures, ps.Changes
-		s.Revision = uint64(w.adapter.Revision())
+		was, s.Revision = s.Revision, rev
+		s.Sensors, s.HasSensors = *w.adapter.LastSensors(), true
 	})
+	if rev != was && w.logf != nil {
+		w.logf("policy: revision %d swapped in from the inbox (was %d), at server step %d", rev, was, w.step)
+	}
 	if ps.Changes != before {
 		d := decisionOf(step, cur, w.nLayer)
 		d.Revision = w.adapter.Revision()
@@ -216,13 +294,43 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	return err
 }
 
+// Bits are per-layer precisions; they marshal as a JSON array of numbers
+// (a plain []uint8 would be base64 text, which no page can draw).
+type Bits []uint8
+
+// MarshalJSON writes [8,4,...].
+func (b Bits) MarshalJSON() ([]byte, error) {
+	out := make([]byte, 0, 2+3*len(b))
+	out = append(out, '[')
+	for i, v := range b {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendUint(out, uint64(v), 10)
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads an array of numbers.
+func (b *Bits) UnmarshalJSON(data []byte) error {
+	var v []uint16
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*b = make(Bits, len(v))
+	for i, x := range v {
+		(*b)[i] = uint8(x)
+	}
+	return nil
+}
+
 func decisionOf(step int, cur abi.Decision, nLayer int) Decision {
 	d := Decision{Step: step, Tier: cur.Tier, SpecK: cur.SpecK, Window: cur.Window, Threads: cur.Threads,
 		KVType: cur.KVType.String(), Reason: cur.Reason(), Time: time.Now().UnixMilli()}
 	n := min(nLayer, len(cur.LayerBits))
 	for i := 0; i < n; i++ {
 		if cur.LayerBits[i] != 0 {
-			d.LayerBits = append([]uint8(nil), cur.LayerBits[:n]...)
+			d.LayerBits = append(Bits(nil), cur.LayerBits[:n]...)
 			break
 		}
 	}
