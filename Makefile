@@ -166,17 +166,19 @@ bench-warm-start: build
 	  rm -f $$dir/m.gguf; done
 
 # Per-layer precision proof (docs/BENCHMARKS.md): calibrate stories260K-ff192 on
-# the first half of stories.txt, compare calibrated / uniform / random
-# assignments on the second half; manifest, plot and numbers go to docs/bench/.
+# testdata/text/calib.txt, judge on testdata/text/heldout.txt (never used for
+# calibration; both from scripts/gen-calib-text.sh, see testdata/text/README.md):
+# each calibrated assignment against every assignment at exactly its bits, with
+# bootstrap intervals; manifest, plot and numbers go to docs/bench/.
 DERIVED := $(SHARED)/models/derived/stories260K-ff192
+PROOF_FLAGS = $(DERIVED)-f32.gguf --sets $(DERIVED)-Q8_0.gguf,$(DERIVED)-Q5_0.gguf,$(DERIVED)-Q4_0.gguf \
+	--text testdata/text/calib.txt --eval-text testdata/text/heldout.txt --chunk 128 --threads 1
 bench-precision: build
 	mkdir -p docs/bench
-	./$(BIN) calibrate $(DERIVED)-f32.gguf --sets $(DERIVED)-Q8_0.gguf,$(DERIVED)-Q5_0.gguf,$(DERIVED)-Q4_0.gguf \
-		--text $(SHARED)/text/stories.txt --eval --threads 1 -o docs/bench/stories260K-ff192.manifest.json \
+	./$(BIN) calibrate $(PROOF_FLAGS) -o docs/bench/stories260K-ff192.manifest.json \
 		--plot docs/bench/precision-proof.svg --eval-json docs/bench/precision-proof.json
-	./$(BIN) calibrate $(DERIVED)-f32.gguf --sets $(DERIVED)-Q8_0.gguf,$(DERIVED)-Q5_0.gguf,$(DERIVED)-Q4_0.gguf \
-		--text $(SHARED)/text/stories.txt --eval --alloc swap --threads 1 -o docs/bench/stories260K-ff192.manifest.json \
-		--plot docs/bench/precision-proof-swap.svg --eval-json docs/bench/precision-proof-swap.json
+	./$(BIN) calibrate $(PROOF_FLAGS) --alloc twoway -o docs/bench/stories260K-ff192.manifest.json \
+		--plot docs/bench/precision-proof-twoway.svg --eval-json docs/bench/precision-proof-twoway.json
 
 
 # Long tests (README "make soak"): synthesizes a llama2-7b Q4_0 (3.6 GiB)

@@ -39,6 +39,7 @@ var (
 	ErrManifestModel   = precision.ErrModel    // made for another model (digest or layer count)
 	ErrManifestInvalid = precision.ErrInvalid  // malformed JSON, bad bits or ranks, unknown fields
 	ErrManifestLayers  = precision.ErrTooLarge // more layers than the policy ABI holds (128)
+	ErrManifestDigest  = precision.ErrDigest   // its content digest is missing or does not match (edited by hand)
 )
 
 // LoadManifest reads the precision manifest for the model file at

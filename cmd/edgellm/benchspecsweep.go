@@ -196,6 +196,21 @@ func inRun(rs []sweepRun, k int, unit time.Duration) (inRunCosts, bool) {
 		outside: 1 - (draft+verify).Seconds()/cpu.Seconds()}, true
 }
 
+// plainStep is the mean verify time of one plain step over the K = 0
+// runs (0 when they took none).
+func plainStep(rs []sweepRun) time.Duration {
+	var t time.Duration
+	n := 0
+	for _, r := range rs {
+		t += r.st.VerifyTime
+		n += r.st.PlainSteps + r.st.Rounds
+	}
+	if n == 0 {
+		return 0
+	}
+	return t / time.Duration(n)
+}
+
 func sweepK(i int) string {
 	if i == abi.MaxSpecK+1 {
 		return "auto"
@@ -236,6 +251,14 @@ func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOption
 	}
 	base := rate(runs[0])
 	ref := runs[0][0].toks
+	// The in-run columns divide by the K = 0 runs' own step (their verify
+	// time per plain step, same process and minute as every K), not by the
+	// calibration's: a loaded minute then scales numerator and unit alike.
+	runUnit := plainStep(runs[0])
+	if runUnit <= 0 {
+		runUnit = unit
+	}
+	fmt.Fprintf(w, "in-run unit: the K = 0 runs' own step %.2f ms (calibration's %.2f ms)\n", runUnit.Seconds()*1000, unit.Seconds()*1000)
 	fmt.Fprintln(w, "K\ttok/CPU-s\tspeedup\tα\tanalytic\tmeasured/analytic\tidentical\tin-run c\tin-run v(K+1)\toutside draft+verify\tmeasured/analytic(in-run)")
 	best, bestK := 0.0, 0
 	for i, rs := range runs {
@@ -256,7 +279,7 @@ func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOption
 		}
 		an := analyticRate(a, i, c, v)
 		fmt.Fprintf(w, "%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%s", i, r, r/base, a, an, r/base/an, same)
-		if ir, ok := inRun(rs, i, unit); ok {
+		if ir, ok := inRun(rs, i, runUnit); ok {
 			vr := v
 			vr[i] = ir.v
 			fmt.Fprintf(w, "\t%.3f\t%.3f\t%.1f%%\t%.3f", ir.c, ir.v, 100*ir.outside, r/base/analyticRate(a, i, ir.c, vr))

@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/edgellm/edgellm/host"
 
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
@@ -20,7 +23,7 @@ func TestBenchSpecSweep(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"tokens per thread-CPU second", "SYNTHETIC pair: layers ≥ 3", "v(n) =", "measured/analytic"} {
+	for _, want := range []string{"tokens per thread-CPU second", "SYNTHETIC pair: layers ≥ 3", "v(n) =", "measured/analytic", "in-run unit: the K = 0 runs' own step"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
@@ -49,5 +52,20 @@ func TestBenchSpecSweep(t *testing.T) {
 	_, errs, code = runCLI(t, append(base, "-t", "2")...)
 	if code != 2 || !strings.Contains(errs, "--threads 1 (got 2)") {
 		t.Fatalf("2 threads: exit %d, %s", code, errs)
+	}
+}
+
+// TestPlainStepUnit: the in-run costs' unit is the K = 0 runs' own mean
+// plain step (verify time ÷ steps, pooled over the repeats).
+func TestPlainStepUnit(t *testing.T) {
+	rs := []sweepRun{
+		{st: host.DraftStats{VerifyTime: 30 * time.Millisecond, PlainSteps: 10}},
+		{st: host.DraftStats{VerifyTime: 50 * time.Millisecond, PlainSteps: 30}},
+	}
+	if got := plainStep(rs); got != 2*time.Millisecond {
+		t.Fatalf("plain step %v, want 2ms", got)
+	}
+	if got := plainStep(nil); got != 0 {
+		t.Fatalf("no runs: %v", got)
 	}
 }

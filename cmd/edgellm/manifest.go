@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/pflag"
@@ -55,6 +56,9 @@ func (o manifestOptions) loadManifest(c *cmdEnv, path string) (*host.Manifest, e
 	}
 	m, err := host.LoadManifest(path, o.Manifest)
 	if err != nil || m == nil {
+		if errors.Is(err, host.ErrManifestDigest) {
+			err = fmt.Errorf("%w (`edgellm manifest-digest --write FILE` records it again)", err)
+		}
 		if err != nil && o.Manifest != "" {
 			err = fmt.Errorf("--manifest: %w", err)
 		}

@@ -85,7 +85,11 @@ func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng ho
 		return err
 	}
 	defer s.Close()
-	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, o.SpecK, s.KVBytes())
+	kDesc := fmt.Sprint(s.K()) // the K in force: --spec-k after clamping
+	if strings.TrimSpace(o.SpecK) == "auto" {
+		kDesc = "auto"
+	}
+	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, kDesc, s.KVBytes())
 	gen.Draft = s
 	gs, err := host.Generate(c.Ctx, sess, gen)
 	if err != nil {

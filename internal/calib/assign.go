@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"github.com/edgellm/edgellm/internal/precision"
 )
@@ -110,40 +109,69 @@ func calibrated(m *precision.Manifest, budget float64, useMin bool) ([]int, bool
 	return a, true
 }
 
-// NearestUniform is the uniform assignment whose bits are nearest avg
-// (ties: the fewer bits).
-func NearestUniform(sets []precision.Set, n int, avg float64) []int {
-	idx := make([]int, len(sets))
-	for i := range idx {
-		idx[i] = i
+// Cost is a's total bits in 1/32-bit units: two assignments have exactly
+// equal average bits when their costs are equal (no float comparison).
+func Cost(a []int, sets []precision.Set) int {
+	c := 0
+	for _, si := range a {
+		c += cost(sets[si])
 	}
-	sort.Slice(idx, func(a, b int) bool { return sets[idx[a]].BitsPerWeight < sets[idx[b]].BitsPerWeight })
-	best := idx[0]
-	for _, si := range idx {
-		if math.Abs(sets[si].BitsPerWeight-avg) < math.Abs(sets[best].BitsPerWeight-avg)-1e-9 {
-			best = si
-		}
-	}
-	return Uniform(n, best)
+	return c
 }
 
-// RandomBelow draws k assignments uniformly at random among those whose
-// average bits lies in [avg − tol, avg]: never more bits than avg
-// (rejection sampling; seeded, so the draw is reproducible).
-func RandomBelow(sets []precision.Set, n int, avg, tol float64, k int, seed uint64) ([][]int, error) {
+// UniformAt is the set whose uniform assignment has exactly cost c over n
+// layers, or -1 when none has.
+func UniformAt(sets []precision.Set, n, c int) int {
+	for si, s := range sets {
+		if cost(s)*n == c {
+			return si
+		}
+	}
+	return -1
+}
+
+// NAssignments is len(sets)^n, or -1 beyond MaxExhaustive.
+func NAssignments(n, k int) int {
+	t := 1
+	for range n {
+		if t *= k; t > MaxExhaustive {
+			return -1
+		}
+	}
+	return t
+}
+
+// All is every assignment of n layers over k sets (k^n of them; the caller
+// checks NAssignments first), layer 0 varying fastest.
+func All(n, k int) [][]int {
+	total := NAssignments(n, k)
+	out := make([][]int, 0, max(total, 0))
+	for code := range total {
+		a := make([]int, n)
+		for il, c := 0, code; il < n; il, c = il+1, c/k {
+			a[il] = c % k
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// RandomAt draws up to k distinct assignments uniformly at random among
+// those whose cost is exactly c (rejection sampling; seeded, so the draw is
+// reproducible). It returns fewer when 2,000,000 tries find fewer.
+func RandomAt(sets []precision.Set, n, c, k int, seed uint64) [][]int {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	var out [][]int
-	for tries := 0; len(out) < k; tries++ {
-		if tries > 2_000_000 {
-			return nil, fmt.Errorf("no random assignment within %.2f bits below %.2f in %d tries", tol, avg, tries)
-		}
+	seen := map[string]bool{}
+	for tries := 0; len(out) < k && tries < 2_000_000; tries++ {
 		a := make([]int, n)
 		for i := range a {
 			a[i] = rng.IntN(len(sets))
 		}
-		if b := AvgBits(a, sets); b <= avg+1e-9 && b >= avg-tol-1e-9 {
+		if key := fmt.Sprint(a); Cost(a, sets) == c && !seen[key] {
+			seen[key] = true
 			out = append(out, a)
 		}
 	}
-	return out, nil
+	return out
 }

@@ -180,12 +180,21 @@ func TestCalibratedOptimal(t *testing.T) {
 			t.Fatalf("budget %g: DP %v sums %v, brute force %v", b, got, sum(got), best)
 		}
 	}
-	draws, err := RandomBelow(sets, 4, 6, RandomTol, 20, 1)
-	if err != nil || len(draws) != 20 {
-		t.Fatal(err)
+	// Exactly equal bits: every draw costs what the target does, no draw
+	// repeats, and the count of all assignments at that cost bounds them.
+	target := Cost([]int{2, 2, 3, 1}, sets)
+	all := 0
+	for _, a := range All(4, len(sets)) {
+		if Cost(a, sets) == target {
+			all++
+		}
+	}
+	draws := RandomAt(sets, 4, target, 1000, 1)
+	if len(draws) != all || all < 2 {
+		t.Fatalf("%d draws at cost %d, %d assignments have it", len(draws), target, all)
 	}
 	for _, d := range draws {
-		if b := AvgBits(d, sets); b > 6 || b < 6-RandomTol {
+		if Cost(d, sets) != target {
 			t.Fatalf("random draw %v at %v bits", d, AvgBits(d, sets))
 		}
 	}

@@ -122,16 +122,49 @@ func (r *Runner) NewReference() (*Reference, error) {
 	return ref, nil
 }
 
+// BlockLen is how many consecutive scored positions make one block of
+// Score.Blocks: the unit the proof's bootstrap resamples (positions next to
+// each other are correlated; blocks of 32 much less so).
+const BlockLen = 32
+
 // Score is one run against the reference.
 type Score struct {
 	KL  float64 `json:"kl"`  // mean KL(base ‖ run) per scored position, nats
 	NLL float64 `json:"nll"` // mean negative log-likelihood
 	PPL float64 `json:"ppl"`
+	// Blocks is the KL summed over each run of BlockLen scored positions
+	// (the last block holds the remainder; NBlocks gives the count).
+	Blocks []float64 `json:"-"`
+}
+
+// NBlocks is how many blocks n scored positions make: full blocks of
+// BlockLen, a remainder of at least BlockLen/2 its own block, a shorter one
+// merged into the block before it.
+func NBlocks(n int) int {
+	b := n / BlockLen
+	if b == 0 || n%BlockLen >= BlockLen/2 {
+		b++
+	}
+	return b
+}
+
+// blockOf is the block of scored position k of n.
+func blockOf(k, n int) int { return min(k/BlockLen, NBlocks(n)-1) }
+
+// BlockSizes is how many scored positions each block of n holds.
+func BlockSizes(n int) []float64 {
+	out := make([]float64, NBlocks(n))
+	for k := range n {
+		out[blockOf(k, n)]++
+	}
+	return out
 }
 
 // Score runs the session with its current weight sets against ref.
 func (r *Runner) Score(ref *Reference) (Score, error) {
 	var kl, nll float64
+	n := len(ref.logp)
+	blocks := make([]float64, NBlocks(n))
 	err := r.Run(func(k int, logits []float32, next int32) {
 		lse := sample.LogSumExp(logits)
 		p := ref.logp[k]
@@ -141,11 +174,12 @@ func (r *Runner) Score(ref *Reference) (Score, error) {
 			d += math.Exp(a) * (a - (float64(v) - lse))
 		}
 		kl += max(d, 0)
+		blocks[blockOf(k, n)] += max(d, 0)
 		nll -= float64(logits[next]) - lse
 	})
 	if err != nil {
 		return Score{}, err
 	}
-	n := float64(len(ref.logp))
-	return Score{KL: kl / n, NLL: nll / n, PPL: math.Exp(nll / n)}, nil
+	fn := float64(n)
+	return Score{KL: kl / fn, NLL: nll / fn, PPL: math.Exp(nll / fn), Blocks: blocks}, nil
 }

@@ -3,6 +3,7 @@ package calib
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -15,18 +16,38 @@ func (p *Proof) SVG(title string) string {
 		name, color string
 		pts         [][2]float64
 	}
-	ss := []series{{name: "calibrated (a)", color: "#1f77b4"}, {name: "uniform, nearest bits (b)", color: "#d62728"},
-		{name: "median of 20 random (c)", color: "#2ca02c"}}
+	ss := []series{{name: "calibrated (a)", color: "#1f77b4"}, {name: "uniform assignments", color: "#d62728"},
+		{name: "median at exactly (a)'s bits", color: "#2ca02c"}, {name: "best at exactly (a)'s bits", color: "#9467bd"}}
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	add := func(i int, e Eval) {
-		y := math.Log10(max(e.KL, 1e-6))
-		ss[i].pts = append(ss[i].pts, [2]float64{e.AvgBits, y})
-		xmin, xmax, ymin, ymax = min(xmin, e.AvgBits), max(xmax, e.AvgBits), min(ymin, y), max(ymax, y)
+	add := func(i int, bits, kl float64) {
+		y := math.Log10(max(kl, 1e-6))
+		ss[i].pts = append(ss[i].pts, [2]float64{bits, y})
+		xmin, xmax, ymin, ymax = min(xmin, bits), max(xmax, bits), min(ymin, y), max(ymax, y)
 	}
+	seen := map[float64]bool{}
 	for _, pt := range p.Points {
-		add(0, pt.Calibrated)
-		add(1, pt.Uniform)
-		add(2, Eval{AvgBits: pt.Calibrated.AvgBits, KL: pt.Random.KL})
+		if seen[pt.Calibrated.AvgBits] {
+			continue
+		}
+		seen[pt.Calibrated.AvgBits] = true
+		add(0, pt.Calibrated.AvgBits, pt.Calibrated.KL)
+		if pt.EqualMedian != nil {
+			add(2, pt.Calibrated.AvgBits, *pt.EqualMedian)
+		}
+		add(3, pt.Calibrated.AvgBits, pt.EqualBest.KL)
+	}
+	for _, lv := range p.Levels {
+		add(1, lv.AvgBits, lv.Uniform.KL)
+	}
+	if len(p.Levels) == 0 {
+		for _, pt := range p.Points {
+			if pt.Uniform != nil {
+				add(1, pt.Uniform.AvgBits, pt.Uniform.KL)
+			}
+		}
+	}
+	for i := range ss {
+		slices.SortFunc(ss[i].pts, func(x, y [2]float64) int { return cmpFloat(x[0], y[0]) })
 	}
 	if len(p.Points) == 0 {
 		xmin, xmax, ymin, ymax = 0, 1, -3, 0
@@ -77,28 +98,74 @@ func esc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// Table is the proof as a Markdown table.
+// Table is the proof as Markdown: one row per budget, then (when the space
+// was evaluated whole) the uniform levels.
 func (p *Proof) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "base (F32) perplexity %.4f over %d scored positions; (a) by the %s allocator\n\n", p.BasePPL, p.Scored, p.Allocator)
-	b.WriteString("| budget | (a) calibrated bits | (a) KL | (a) ppl | (b) uniform bits | (b) KL | (b) ppl | (c) random KL median | (c) ppl median |")
+	how := fmt.Sprintf("%d random assignments at exactly (a)'s bits", RandomDraws)
+	if p.Exhaustive {
+		how = fmt.Sprintf("all %d assignments enumerated, every one at the bits compared evaluated (%d runs)", p.Assignments, p.Evaluated)
+	}
+	fmt.Fprintf(&b, "base (F32) perplexity %.4f over %d scored positions in chunks of %d tokens (%d blocks of %d for the bootstrap, %d replicates); (a) by the %s allocator; %s\n\n",
+		p.BasePPL, p.Scored, p.Chunk, p.Blocks, BlockLen, BootstrapReps, p.Allocator, how)
+	b.WriteString("| budget | (a) bits | (a) KL | equal-bits n | (a) rank | equal-bits best KL | equal-bits median KL | (a) − median [95% CI] | uniform at (a)'s bits | (a) − uniform [95% CI] | uniform interpolated KL |")
 	measured := p.Allocator != AllocAdditive
 	if measured {
 		b.WriteString(" additive bits | additive KL |")
 	}
-	b.WriteString("\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	b.WriteString("\n|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|")
 	if measured {
 		b.WriteString("---:|---:|")
 	}
 	b.WriteString("\n")
 	for _, pt := range p.Points {
-		fmt.Fprintf(&b, "| %.2f | %.2f | %.5f | %.4f | %.2f | %.5f | %.4f | %.5f | %.4f |", pt.Budget,
-			pt.Calibrated.AvgBits, pt.Calibrated.KL, pt.Calibrated.PPL, pt.Uniform.AvgBits, pt.Uniform.KL, pt.Uniform.PPL,
-			pt.Random.KL, pt.Random.PPL)
+		med, vsMed := "—", "only assignment"
+		if pt.VsMedian != nil {
+			med, vsMed = fmt.Sprintf("%.5f", *pt.EqualMedian), pt.VsMedian.String()
+		}
+		uni, vsUni := "none", "—"
+		switch {
+		case pt.Uniform != nil && pt.VsUniform == nil:
+			uni, vsUni = fmt.Sprintf("%.5f", pt.Uniform.KL), "(a) is uniform"
+		case pt.Uniform != nil:
+			uni, vsUni = fmt.Sprintf("%.5f", pt.Uniform.KL), pt.VsUniform.String()
+		}
+		interp := "—"
+		if pt.UniformInterp != nil {
+			interp = fmt.Sprintf("%.5f", *pt.UniformInterp)
+		}
+		fmt.Fprintf(&b, "| %.2f | %.2f | %.5f | %d | %d | %.5f | %s | %s | %s | %s | %s |", pt.Budget, pt.Calibrated.AvgBits, pt.Calibrated.KL,
+			pt.EqualN, pt.Rank, pt.EqualBest.KL, med, vsMed, uni, vsUni, interp)
 		if a := pt.Additive; a != nil {
 			fmt.Fprintf(&b, " %.2f | %.5f |", a.AvgBits, a.KL)
 		}
 		b.WriteString("\n")
 	}
+	if len(p.Levels) > 0 {
+		b.WriteString("\nAt the bits of each uniform assignment, does any assignment at exactly those bits beat it (the bound on every allocator)?\n\n")
+		b.WriteString("| uniform | bits | uniform KL | assignments at these bits | uniform's rank | best KL | best | best − uniform [95% CI] |\n|---|---:|---:|---:|---:|---:|---|---|\n")
+		for _, lv := range p.Levels {
+			vs := "uniform is the best"
+			if lv.N == 1 {
+				vs = "only assignment"
+			} else if lv.BestVsUniform != nil {
+				vs = lv.BestVsUniform.String()
+			}
+			fmt.Fprintf(&b, "| %s | %.2f | %.5f | %d | %d | %.5f | %v | %s |\n", lv.Set, lv.AvgBits, lv.Uniform.KL, lv.N, lv.Rank, lv.Best.KL, lv.Best.Sets, vs)
+		}
+	}
 	return b.String()
+}
+
+// String is "diff [lo, hi]" with a verdict: "below" when the whole
+// interval is below zero, "above" when above, else "within noise".
+func (iv *Interval) String() string {
+	v := "within noise"
+	switch {
+	case iv.Hi < 0:
+		v = "below"
+	case iv.Lo > 0:
+		v = "above"
+	}
+	return fmt.Sprintf("%+.5f [%+.5f, %+.5f] %s", iv.Diff, iv.Lo, iv.Hi, v)
 }

@@ -178,7 +178,7 @@ func (sp *Speculator) draw(logits []float32, extra []int32) (int32, error) {
 		t, _ := sp.p.Top()
 		return t, nil
 	}
-	return sp.p.Draw(sp.smp.Float32()), nil
+	return sp.smp.DrawAt(&sp.p, len(extra)), nil
 }
 
 func (sp *Speculator) commit(tok int32) {
@@ -286,17 +286,16 @@ func (sp *Speculator) Step() ([]int32, error) {
 		}
 		x := sp.drafts[j]
 		sp.stats.DraftedAt[j]++
-		var q *sample.Dist
-		if !sp.qPoint {
-			q = &sp.q[j]
-		}
 		if sp.greed {
 			if t, _ := sp.p.Top(); t != x {
 				tok = t
 				break
 			}
-		} else if !sample.Accept(&sp.p, q, x, sp.smp.Float32()) {
-			tok = sp.rej.Residual(&sp.p, q, x, sp.smp.Float32())
+		} else if y := sp.smp.DrawAt(&sp.p, j); y != x {
+			// Coupled with the draft's proposal by the position's noise
+			// (internal/sample keyed.go): y is the token plain sampling
+			// draws here; x was accepted only if it is y.
+			tok = y
 			break
 		}
 		sp.stats.AcceptedAt[j]++
@@ -332,7 +331,7 @@ func (sp *Speculator) pick() int32 {
 		t, _ := sp.p.Top()
 		return t
 	}
-	return sp.p.Draw(sp.smp.Float32())
+	return sp.smp.DrawAt(&sp.p, len(sp.drafts))
 }
 
 // Hist is every token so far (prompt and generated).
@@ -361,5 +360,5 @@ func (sp *Speculator) proposeFrom(logits []float32, i int) (int32, bool, error) 
 	if _, top := q.Top(); sp.pMin > 0 && top < sp.pMin {
 		return 0, false, nil
 	}
-	return q.Draw(sp.smp.Float32()), true, nil
+	return sp.smp.DrawAt(q, i), true, nil
 }

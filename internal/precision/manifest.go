@@ -2,9 +2,12 @@ package precision
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,17 +30,48 @@ var (
 	ErrModel    = errors.New("precision manifest is for another model")
 	ErrInvalid  = errors.New("invalid precision manifest")
 	ErrTooLarge = errors.New("too many layers")
+	ErrDigest   = errors.New("precision manifest content digest")
 )
 
 // Manifest is the precision manifest: what calibration learnt about each
 // layer's tolerance to fewer bits. See docs/PRECISION-MANIFEST.md.
 type Manifest struct {
-	Schema      string      `json:"schema"`
-	Version     int         `json:"version"`
-	Model       Model       `json:"model"`
-	Calibration Calibration `json:"calibration"`
-	Sets        []Set       `json:"sets"`
-	Layers      []Layer     `json:"layers"`
+	Schema  string `json:"schema"`
+	Version int    `json:"version"`
+	// ContentDigest is "sha256:<hex>" over the manifest's own canonical
+	// encoding (Go's JSON of every field, this one empty): Marshal writes
+	// it and Parse refuses a manifest whose content does not match, so a
+	// hand-edited manifest (a raised min_bits, a changed KL) is refused
+	// until it is re-digested on purpose (`edgellm manifest-digest --write`).
+	ContentDigest string      `json:"content_digest"`
+	Model         Model       `json:"model"`
+	Calibration   Calibration `json:"calibration"`
+	Sets          []Set       `json:"sets"`
+	Layers        []Layer     `json:"layers"`
+}
+
+// Digest computes m's content digest (ContentDigest ignored).
+func (m *Manifest) Digest() string {
+	c := *m
+	c.ContentDigest = ""
+	b, err := json.Marshal(&c)
+	if err != nil { // only for NaN or ±Inf, which Validate refuses first
+		return "sha256:invalid"
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// CheckDigest reports whether ContentDigest matches the content.
+func (m *Manifest) CheckDigest() error {
+	got := m.Digest()
+	switch {
+	case m.ContentDigest == "":
+		return fmt.Errorf("%w: none recorded (written by hand or by an older edgellm?); record it again (Manifest.Write records the digest of what it writes) after checking it", ErrDigest)
+	case m.ContentDigest != got:
+		return fmt.Errorf("%w mismatch (recorded %s, content %s): the manifest was edited after it was written; write it again (Manifest.Write) if the edit is intended", ErrDigest, short(m.ContentDigest), short(got))
+	}
+	return nil
 }
 
 // Model identifies the model a manifest was made for.
@@ -154,6 +188,11 @@ func (m *Manifest) Validate() error {
 			return fmt.Errorf("%w: layer %d: sens_rank %d is not a distinct rank in [0, %d)", ErrInvalid, i, l.SensRank, n)
 		}
 		ranks[l.SensRank] = true
+		for _, p := range l.Precisions {
+			if !(p.KL >= 0) || math.IsInf(p.KL, 0) || math.IsNaN(p.PPLChangePct) || math.IsInf(p.PPLChangePct, 0) {
+				return fmt.Errorf("%w: layer %d on %s: KL %v, perplexity change %v%% (a KL is finite and ≥ 0)", ErrInvalid, i, p.Set, p.KL, p.PPLChangePct)
+			}
+		}
 	}
 	return nil
 }
@@ -204,6 +243,9 @@ func Parse(data []byte) (*Manifest, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
+	if err := m.CheckDigest(); err != nil {
+		return nil, err
+	}
 	return &m, nil
 }
 
@@ -220,11 +262,13 @@ func Load(path string) (*Manifest, error) {
 	return m, nil
 }
 
-// Marshal validates m and encodes it (indented, with a final newline).
+// Marshal validates m, records its content digest and encodes it
+// (indented, with a final newline).
 func (m *Manifest) Marshal() ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
+	m.ContentDigest = m.Digest()
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err

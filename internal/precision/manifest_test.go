@@ -118,3 +118,51 @@ func TestRule(t *testing.T) {
 
 // jsonOf encodes m without validating it.
 func jsonOf(m *Manifest) ([]byte, error) { return json.Marshal(m) }
+
+// TestManifestHandEdit: a manifest edited after it was written (min_bits
+// raised, a KL changed, the digest removed) is refused; a negative KL is
+// refused even when re-digested; an intended edit is accepted once
+// re-digested (Marshal records the digest of the new content).
+func TestManifestHandEdit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.json")
+	if err := testManifest().Write(p); err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := os.ReadFile(p)
+	edit := func(from, to string) []byte {
+		if !strings.Contains(string(orig), from) {
+			t.Fatalf("%q not in the manifest", from)
+		}
+		return []byte(strings.Replace(string(orig), from, to, 1))
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"min_bits 4 → 8", edit(`"min_bits": 4`, `"min_bits": 8`), ErrDigest},
+		{"KL changed", edit(`"kl": 0.01`, `"kl": 0.001`), ErrDigest},
+		{"negative KL", edit(`"kl": 0.01`, `"kl": -0.01`), ErrInvalid},
+		{"digest removed", []byte(strings.Replace(string(orig), `"content_digest": "sha256:`, `"content_digest": "x`, 1)), ErrDigest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Parse(tc.data); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	var m Manifest
+	if err := json.Unmarshal(edit(`"min_bits": 4`, `"min_bits": 8`), &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Marshal(); err != nil { // re-digest
+		t.Fatal(err)
+	}
+	b, _ := m.Marshal()
+	if got, err := Parse(b); err != nil || got.Layers[0].MinBits != 8 {
+		t.Fatalf("re-digested: %v, %v", got, err)
+	}
+	if _, err := Parse(orig); err != nil {
+		t.Fatalf("untouched: %v", err)
+	}
+}

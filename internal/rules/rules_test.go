@@ -95,6 +95,7 @@ var edges = []edge{
 		"quantize clamps types to a precision manifest"},
 	{"cmd/edgellm", []string{"kernels"}, []string{"quantize.go"}, "quantize is llama_model_quantize"},
 	{"cmd/edgellm", []string{"internal/gguf"}, []string{"quantize.go"}, "quantize names the tensor whose rows llama.cpp refused"},
+	{"cmd/edgellm", []string{"internal/precision"}, []string{"manifestdigest.go"}, "manifest-digest checks and re-records a precision manifest's content digest"},
 	{"cmd/edgellm", []string{"internal/gguf"}, []string{"modeldefaults.go"}, "defaults fit the training context read from the GGUF header before loading"},
 	{"cmd/cgoenv", []string{"kernels/cflags"}, nil, "cgoenv prints the one definition of the cgo flags for an app's shell"},
 	{"cmd/edgellm", []string{"internal/gguf"}, []string{"inspect.go", "synth.go", "synthdefault.go"}, "inspect and synth read and write GGUF"},

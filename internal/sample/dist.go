@@ -36,9 +36,6 @@ func (s *Sampler) Dist(logits []float32, extra []int32, d *Dist) error {
 	return nil
 }
 
-// Float32 is a uniform draw in [0, 1) from the sampler's seeded stream.
-func (s *Sampler) Float32() float32 { return s.rng.Float32() }
-
 // Prob is the probability of tok (0 outside the support).
 func (d *Dist) Prob(tok int32) float32 {
 	for i, t := range d.Tok {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"sort"
 
 	"github.com/edgellm/edgellm/host/engine"
@@ -22,13 +21,13 @@ var ErrEmptyLogits = errors.New("sample: empty logits")
 
 // Sampler draws tokens. Create it with New.
 type Sampler struct {
-	p   Params
-	rng *rand.Rand
+	p Params
 
 	cand    candidates // scratch: (token, logit) pairs
 	history []int32    // ring of the last RepeatLastN accepted tokens
 	hpos    int
 	hlen    int
+	pos     int // tokens accepted: the position of the next draw (keyed.go)
 }
 
 // New returns a Sampler for a vocabulary of nVocab tokens.
@@ -41,7 +40,6 @@ func New(p Params, nVocab int) (*Sampler, error) {
 	}
 	s := &Sampler{
 		p:       p,
-		rng:     rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
 		cand:    candidates{tok: make([]int32, nVocab), val: make([]float32, nVocab)},
 		history: make([]int32, p.RepeatLastN),
 	}
@@ -53,6 +51,7 @@ func (s *Sampler) Params() Params { return s.p }
 
 // Accept records a token that was emitted, for the repetition penalty.
 func (s *Sampler) Accept(tok int32) {
+	s.pos++
 	if len(s.history) == 0 {
 		return
 	}
@@ -63,7 +62,7 @@ func (s *Sampler) Accept(tok int32) {
 	}
 }
 
-// Reset forgets the history (not the random state).
+// Reset forgets the history (not the position: the next draw's noise).
 func (s *Sampler) Reset() { s.hpos, s.hlen = 0, 0 }
 
 // Sample returns the next token for logits (len n_vocab). logits is not modified.
@@ -72,20 +71,10 @@ func (s *Sampler) Sample(logits []float32) (int32, error) {
 	if err != nil || done {
 		return tok, err
 	}
-	// 5. draw from the renormalised distribution.
+	// 5. draw from the renormalised distribution, with the noise keyed by
+	// the position (keyed.go): the same token speculative decoding emits.
 	c := &s.cand
-	var total float32
-	for i := 0; i < c.n; i++ {
-		total += c.val[i]
-	}
-	r := s.rng.Float32() * total
-	for i := 0; i < c.n; i++ {
-		r -= c.val[i]
-		if r < 0 {
-			return c.tok[i], nil
-		}
-	}
-	return c.tok[c.n-1], nil
+	return c.tok[race(s.p.Seed, s.pos, c.tok[:c.n], c.val[:c.n])], nil
 }
 
 // filter applies the transforms to logits, as if the tokens in extra had

@@ -67,6 +67,7 @@ func TestSeedDeterminism(t *testing.T) {
 		out := make([]int32, 200)
 		for i := range out {
 			out[i], _ = s.Sample(logits)
+			s.Accept(out[i])
 		}
 		return out
 	}
@@ -107,6 +108,7 @@ func TestDistributionMatchesSoftmax(t *testing.T) {
 	counts := make([]float64, len(logits))
 	for i := 0; i < n; i++ {
 		tok, _ := s.Sample(logits)
+		s.Accept(tok) // the next position: fresh noise
 		counts[tok]++
 	}
 	for i := range want {
@@ -138,6 +140,7 @@ func TestTopPAndMinPFilter(t *testing.T) {
 			seen := map[int32]bool{}
 			for i := 0; i < 5000; i++ {
 				tok, _ := s.Sample(logits)
+				s.Accept(tok)
 				if !tt.allowed[tok] {
 					t.Fatalf("drew filtered token %d", tok)
 				}

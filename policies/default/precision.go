@@ -15,8 +15,13 @@ import "github.com/edgellm/edgellm/abi"
 //     At most once per ThroughputHoldSteps steps.
 //   - Floor and ceiling: a layer never goes below max(LayerMinBits,
 //     MinLayerBits) nor above min(LayerMaxBits, MaxLayerBits).
-//   - Latency spike: a layer whose measured latency reaches SpikeRatio × its
-//     moving average drops to its floor at once (no hold); the others stay.
+//   - Latency spike: a layer whose latency relative to its siblings in the
+//     same sample (its latency ÷ the median over the layers) reaches
+//     SpikeRatio × the moving average of that ratio drops to its floor at
+//     once (no hold); the others stay. Context growth and a change of the
+//     verify batch (speculation's K) slow every layer of a sample alike, so
+//     they never read as a spike; a slowdown of one layer is caught at the
+//     first new sample after SpikeWarmSamples.
 //   - Thermal: at MODERATE the mean bits of the layers may not exceed
 //     HotBudgetBits, at SEVERE or above HotterBudgetBits: above the budget
 //     one layer is demoted per hold period whatever the throughput.
@@ -30,7 +35,7 @@ const (
 
 // precState is the controller's memory (part of state, so reset clears it).
 type precState struct {
-	avg     [abi.MaxLayers]float32 // moving average of each layer's latency, µs
+	avg     [abi.MaxLayers]float32 // moving average of each layer's latency ÷ the sample's median
 	samples int
 	lastLat [abi.MaxLayers]float32 // the last sample folded in (repeated samples are skipped)
 }
@@ -171,10 +176,25 @@ func latencySpike(s *abi.Sensors, d *abi.Decision, r *reason, n int) bool {
 	if same { // not a new sample (the engine samples every N steps)
 		return false
 	}
+	// The median over the layers of this sample: the step's own baseline.
+	var sorted [abi.MaxLayers]float32
+	copy(sorted[:n], s.LayerLatencyUS[:n])
+	for i := 1; i < n; i++ { // insertion sort: no allocation in the guest
+		for j := i; j > 0 && sorted[j] < sorted[j-1]; j-- {
+			sorted[j], sorted[j-1] = sorted[j-1], sorted[j]
+		}
+	}
+	med := sorted[n/2]
+	if n%2 == 0 && n > 0 {
+		med = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
 	moved := -1
 	for i := 0; i < n; i++ {
-		lat := s.LayerLatencyUS[i]
-		p.lastLat[i] = lat
+		p.lastLat[i] = s.LayerLatencyUS[i]
+		if med <= 0 {
+			continue
+		}
+		lat := s.LayerLatencyUS[i] / med // relative to the siblings
 		if p.samples >= SpikeWarmSamples && lat >= SpikeRatio*p.avg[i] && p.avg[i] > 0 {
 			if f := layerFloor(s, i); s.CurLayerBits[i] > f {
 				d.LayerBits[i] = f

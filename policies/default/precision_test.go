@@ -103,6 +103,29 @@ func precisionCases() []policytest.Case {
 			}
 		},
 	}, {
+		// Issue #30: context growth (every layer 18 → 80 µs over 400 steps)
+		// and the verify batch changing with K (every layer ×1–×6 on some
+		// steps) move no layer; then a SIMULATED 2× slowdown of layer 1
+		// alone from step 300 is caught at that step (N = 1 sample).
+		Name: "manifest: context growth and K changes are no spike; one slow layer is",
+		Steps: manifestSteps(400, func(i int, s *abi.Sensors) {
+			s.TokPerSecSmoothed = 15 // in band: no throughput move
+			k := []float32{1, 3, 6, 2, 5}[(i/7)%5]
+			for l := 0; l < 4; l++ {
+				s.LayerLatencyUS[l] = (18 + 62*float32(i)/400) * k * (1 + 0.05*float32(l))
+			}
+			if i >= 300 {
+				s.LayerLatencyUS[1] *= 2 // SIMULATED
+			}
+		}),
+		Start: bitsStart(8),
+		After: func(t *testing.T, steps []policytest.Step) {
+			ms := moves(steps)
+			if len(ms) != 1 || ms[0] != (move{300, 1, 8, 4}) {
+				t.Fatalf("moves %v, want only layer 1 8→4 at step 300", ms)
+			}
+		},
+	}, {
 		Name: "manifest: thermal moderate lowers the precision budget",
 		Steps: manifestSteps(40, func(_ int, s *abi.Sensors) {
 			s.TokPerSecSmoothed = 30 // fast: would promote if cool
