@@ -26,6 +26,10 @@ type ParityOptions struct {
 	// llama.cpp's use_extra_bufts): the same interleaved kernels on both
 	// sides, so the comparison stays like with like.
 	Repack bool
+	// SameKV gives the reference the native engine's KV type also when it
+	// is quantized (Q8_0/Q4_0 compared like with like; llama.cpp needs
+	// flash attention for a quantized V cache).
+	SameKV bool
 }
 
 // flash resolves the attention setting shared by both engines of a
@@ -72,6 +76,9 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	refKV := engine.KVF16
 	if kvType == kernels.GGMLTypeF32 {
 		refKV = engine.KVF32
+	}
+	if o.SameKV && o.KVType != "" {
+		refKV = o.KVType
 	}
 	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
 	if err != nil {
