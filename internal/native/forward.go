@@ -151,6 +151,15 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		return err
 	}
 	g.g = gr
+	for r := range nRings {
+		if !g.maskSWA[r].Nil() {
+			// Both masks of a ring are filled every step: keep both in the
+			// graph (allocated) even when only sliding or only global
+			// layers use the ring, or a draft pass runs none of one kind.
+			gr.Expand(g.mask[r])
+			gr.Expand(g.maskSWA[r])
+		}
+	}
 
 	fam := cfg.Fam
 	rope := kernels.RopeParams{NDims: cfg.HeadDim, Mode: fam.RopeMode, NCtxOrig: cfg.NCtxOrig,
