@@ -61,9 +61,10 @@ func familyModel(t testing.TB, name string, typ gguf.Type) string {
 // ggml kernels in one process: only a different graph (a missed family
 // feature) or a different summation order moves the logits. The sliding
 // windows (48) and Phi-3's original context (256) are short enough that
-// 256 steps cross them.
+// 256 steps cross them; gemma3-tiny-linear adds Gemma 3 4B's linear RoPE
+// scaling of the global layers.
 func TestParityFamilies(t *testing.T) {
-	for _, name := range tinyFamilies {
+	for _, name := range append(tinyFamilies, "gemma3-tiny-linear") {
 		for _, tc := range []struct {
 			kv    engine.KVType
 			flash bool
