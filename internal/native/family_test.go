@@ -88,6 +88,19 @@ func TestParityFamilies(t *testing.T) {
 	}
 }
 
+// TestParityPhi3ShortFactors: a Phi-3 session within the original context
+// (200 + 1 ≤ 256; llama.cpp pads it to 256, still not above) uses
+// rope_factors_short in both engines (TestParityFamilies' 257 uses the long).
+func TestParityPhi3ShortFactors(t *testing.T) {
+	r, err := Parity(familyModel(t, "phi3-tiny", gguf.Q4_0), ParityOptions{N: 200, Threads: 1, KVType: engine.KVF16, Attention: engine.AttentionFlash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Top1Agreement != 1 || r.MaxAbsLogitDiff > 1e-3 {
+		t.Fatalf("top1 %.4f max|Δlogit| %.3g", r.Top1Agreement, r.MaxAbsLogitDiff)
+	}
+}
+
 // withKV is a copy of the model at src with kv added (or replaced).
 func withKV(t *testing.T, src string, kv gguf.KV) string {
 	t.Helper()
