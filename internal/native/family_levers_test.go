@@ -123,7 +123,8 @@ func TestFamilyLevers(t *testing.T) {
 				}
 			})
 
-			// Speculation: greedy identity for skip:1, self:q4_0 and ngram.
+			// Speculation: greedy identity for skip:1, self:q4_0, ngram and a
+			// draft file (the Q4_0 file beside the Q8_0 target).
 			t.Run("speculation", func(t *testing.T) {
 				e, err := Load(q8, Options{Threads: 1, NoVocab: true, ExtraSets: []string{q4}})
 				if err != nil {
@@ -137,7 +138,13 @@ func TestFamilyLevers(t *testing.T) {
 				s := specSession(t, e, su)
 				want := plainRun(t, s, greedy, prompt, n)
 				s.Close()
-				for _, d := range []DraftSpec{{Kind: DraftSkip, N: 1}, {Kind: DraftSelf, Type: "q4_0"}, {Kind: DraftNgram}} {
+				de, err := LoadDraft(q4, e) // a draft file sharing the target's KV memfd
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer de.Close()
+				for _, d := range []DraftSpec{{Kind: DraftSkip, N: 1}, {Kind: DraftSelf, Type: "q4_0"}, {Kind: DraftNgram},
+					{Kind: DraftModel, Path: q4, Eng: de}} {
 					s := specSession(t, e, su)
 					got, st := specRun(t, s, d, greedy, 4, prompt, n)
 					s.Close()
