@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/edgellm/edgellm/host/engine"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // Weight sets: the same model at several precisions (Options.ExtraSets), all
@@ -97,10 +96,7 @@ func setInfo(w *Weights) SetInfo {
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		si.LayerBytes += l.hi - l.lo
-		for _, t := range []kernels.Tensor{l.Wq, l.Wk, l.Wv, l.Wqkv, l.Wo, l.WGate, l.WUp, l.WDown} {
-			if t.Nil() {
-				continue
-			}
+		for _, t := range l.Matrices() {
 			typ := t.Type().String()
 			switch si.Type {
 			case "":

@@ -57,6 +57,18 @@ type LayerWeights struct {
 	lo, hi int64 // file byte range covering the layer's tensors
 }
 
+// Matrices are the layer's weight matrices present in its family (the
+// seven of llama; Phi-3's fused attn_qkv and ffn_up instead of four).
+func (l *LayerWeights) Matrices() []kernels.Tensor {
+	var out []kernels.Tensor
+	for _, t := range []kernels.Tensor{l.Wq, l.Wk, l.Wv, l.Wqkv, l.Wo, l.WGate, l.WUp, l.WDown} {
+		if !t.Nil() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Weights is one mmap'd GGUF file: the read-only weights of a llama model.
 // Tensors point into the mapping (no copy). Close unmaps; every graph using
 // the tensors must be gone by then.
