@@ -154,6 +154,8 @@ func checkArchKeys(f *gguf.File, arch string) error {
 		switch {
 		case !known:
 			return fmt.Errorf("%w: metadata key %s is not one the native %s graph knows (refused: it may change the math)", ErrHParams, kv.Key, arch)
+		case use == keyRefuse && (k == "expert_count" || k == "expert_used_count") && isZero(kv.Value):
+			continue // a dense model that states 0 experts
 		case use == keyRefuse:
 			return fmt.Errorf("%w: metadata key %s changes the math in a way the native engine does not implement", ErrHParams, kv.Key)
 		}
@@ -162,6 +164,11 @@ func checkArchKeys(f *gguf.File, arch string) error {
 		}
 	}
 	return nil
+}
+
+func isZero(v gguf.Value) bool {
+	u, ok := v.Uint()
+	return ok && u == 0
 }
 
 func contains(s []string, x string) bool {

@@ -138,6 +138,7 @@ func TestFamilyKeysRefused(t *testing.T) {
 		{"yarn", qwen2, gguf.KV{Key: "qwen2.rope.scaling.type", Value: gguf.String("yarn")}, "yarn"},
 		{"window pattern", gemma2, gguf.KV{Key: "gemma2.attention.sliding_window_pattern", Value: gguf.Uint32(3)}, "sliding_window_pattern"},
 		{"experts", qwen2, gguf.KV{Key: "qwen2.expert_count", Value: gguf.Uint32(8)}, "expert_count"},
+		{"zero experts is dense", qwen2, gguf.KV{Key: "qwen2.expert_count", Value: gguf.Uint32(0)}, ""},
 		{"linear scaling reads", qwen2, gguf.KV{Key: "qwen2.rope.scaling.type", Value: gguf.String("linear")}, ""},
 		{"finetuned is inert", gemma2, gguf.KV{Key: "gemma2.rope.scaling.finetuned", Value: gguf.Bool(true)}, ""},
 	} {
