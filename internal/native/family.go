@@ -122,7 +122,7 @@ var archKeys = map[string]keyUse{
 	"attention.sliding_window":             keyRead,
 	"attn_logit_softcapping":               keyRead,
 	"final_logit_softcapping":              keyRead,
-	"rope.scaling.attn_factor":             keyRead,
+	"rope.scaling.attn_factor":             keyRead, // every family: it scales RoPE's cos/sin (llama.cpp: rope_attn_factor)
 	"rope.scaling.original_context_length": keyRead,
 	"attention.scale":                      keyRefuse,
 	"logit_scale":                          keyRefuse,
@@ -138,7 +138,6 @@ var famKeys = map[string][]string{
 	"attention.sliding_window": {"gemma2", "gemma3", "phi3"},
 	"attn_logit_softcapping":   {"gemma2"},
 	"final_logit_softcapping":  {"gemma2", "gemma3"},
-	"rope.scaling.attn_factor": {"phi3"},
 }
 
 // checkArchKeys refuses, by name, every "<arch>." key the native graph
