@@ -26,4 +26,8 @@ func TestSynthFamilyThenRun(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "top1_agreement 1.0000") {
 		t.Fatalf("parity: exit %d, stdout %s, stderr %s", code, stdout, errs)
 	}
+	stdout, errs, code = runCLI(t, "parity", "-m", out, "-n", "16", "--threads", "1", "--kv-type", "q8_0", "--same-kv")
+	if code != 0 || !strings.Contains(stdout, "max_abs_logit_diff 0 ") || !strings.Contains(stdout, "llama.cpp KV q8_0") {
+		t.Fatalf("parity --same-kv: exit %d, stdout %s, stderr %s", code, stdout, errs)
+	}
 }
