@@ -220,10 +220,13 @@ func (c *Config) readFamily(f *gguf.File, getf func(string, float64) (float32, e
 		return fmt.Errorf("%w: %sfinal_logit_softcapping %v", ErrHParams, p, c.FinalSoftcap)
 	}
 	// Attention scale: 1/√head_dim, except Gemma's 27B (1/√(n_embd/n_head)),
-	// as llama.cpp's f_attention_scale.
-	c.AttnScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
+	// as llama.cpp's f_attention_scale, and in its arithmetic: 1.0f/sqrtf(n),
+	// a float32 division (1/√n rounded once differs by an ulp for n = 96,
+	// Phi-3's head dim: logits off by ~0.02-0.06).
+	sqrtInv := func(n int) float32 { return 1 / float32(math.Sqrt(float64(n))) }
+	c.AttnScale = sqrtInv(c.HeadDim)
 	if (c.Arch == "gemma2" && c.NLayer == 46) || (c.Arch == "gemma3" && c.NLayer == 62) {
-		c.AttnScale = float32(1 / math.Sqrt(float64(c.NEmbd/c.NHead)))
+		c.AttnScale = sqrtInv(c.NEmbd / c.NHead)
 	}
 	c.RopeAttnFactor = 1
 	c.NCtxOrig = c.NCtxTrain

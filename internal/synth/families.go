@@ -63,7 +63,8 @@ var familyShapes = []Shape{
 	// Gemma 3 4B's linear RoPE scaling (factor 8) on the global layers only.
 	{Name: "gemma3-tiny-linear", Arch: "gemma3", NEmbd: 256, NLayer: 6, NHead: 2, NHeadKV: 1, KeyLength: 128, NFF: 512,
 		NCtx: 2048, RopeBase: 1e6, RMSEps: 1e-6, TiedEmbeddings: true, SlidingWindow: 48, RopeLinear: 8},
-	{Name: "phi3-tiny", Arch: "phi3", NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 512,
+	// Phi-3's head dim 96 (where 1/√d rounds differently in float32).
+	{Name: "phi3-tiny", Arch: "phi3", NEmbd: 384, NLayer: 2, NHead: 4, NHeadKV: 2, NFF: 512,
 		NCtx: 4096, OrigCtx: 256, RopeBase: 10000, RMSEps: 1e-5, SlidingWindow: 2047, Vocab: VocabPhi3},
 	{Name: "smollm2-tiny", NEmbd: 192, NLayer: 2, NHead: 3, NHeadKV: 1, NFF: 512,
 		NCtx: 2048, RopeBase: 100000, RMSEps: 1e-5, TiedEmbeddings: true},
