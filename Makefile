@@ -32,14 +32,14 @@ REPACK ?= 1
 ifeq ($(REPACK),1)
   CGO_CPPFLAGS += -DGGML_USE_CPU_REPACK
 endif
-# kernels/spinwait.h bounds the spin of ggml's thread barrier (x86 only; see
+# kernels/cflags/spinwait.h bounds the spin of ggml's thread barrier (x86 only; see
 # kernels/RATIONALE.md "Bounded barrier spin"): forced into every C file so it
 # reaches ggml-cpu.c, which we compile from the module unchanged.
 # Go's build cache does not see a header outside the package it compiles, and
 # keys on the flags: the header is copied to a path named by its content hash
 # outside the checkout ($(SPINWAIT_H)), so an edit to it rebuilds ggml while
 # every checkout on a machine shares one compiled llama.cpp.
-SPINWAIT_SUM := $(shell cksum < kernels/spinwait.h | cut -d' ' -f1)
+SPINWAIT_SUM := $(shell cksum < kernels/cflags/spinwait.h | cut -d' ' -f1)
 SPINWAIT_H   := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/edgellm/include/spinwait-$(SPINWAIT_SUM).h
 SPINWAIT  := -include $(SPINWAIT_H)
 export CGO_CFLAGS   := -O3 -march=$(MARCH) $(ARCH_FLAGS) $(SPINWAIT)
@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-families bench-precision scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
+.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib
 
 all: build
 
@@ -69,7 +69,7 @@ cgo-check: deps $(SPINWAIT_H)
 	@d='$(OLLAMA_DIR)'; if [ -z "$$d" ] || [ ! -f "$$d/llama/llama.cpp/include/llama.h" ]; then \
 	  echo "edgellm: module $(OLLAMA_MOD) (pinned in go.mod) not found in the Go module cache ($$($(GO) env GOMODCACHE)) after 'go mod download': cannot compile llama.cpp" >&2; exit 1; fi
 
-$(SPINWAIT_H): kernels/spinwait.h
+$(SPINWAIT_H): kernels/cflags/spinwait.h
 	@mkdir -p $(dir $@) && cp $< $@.tmp && mv $@.tmp $@
 
 build: cgo-check
@@ -103,6 +103,8 @@ bench: build policies
 	./$(BIN) bench --engine native --compare llamacpp --threads 1 -r 9 -n 256
 	EDGELLM_AS_NUMBERS=1 $(GO) test -count=1 -run 'TestGuestNumbers' -v ./policies/tiers
 	$(MAKE) bench-precision
+	$(MAKE) bench-activations
+	$(MAKE) bench-warm-start
 	$(MAKE) scenario-cpu-long
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 256 -r 4
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
@@ -129,6 +131,29 @@ scenario-cpu: build policies
 SCENARIO_OUT ?= /tmp/edgellm-cpu-contention-long
 scenario-cpu-long: build policies
 	./$(BIN) scenario run testdata/scenarios/cpu-contention-long.yaml -o $(SCENARIO_OUT)
+
+# Activation memory (issue #29): ggml's graph allocator against keeping every
+# intermediate tensor, for a 512-token prefill and the decode step after it,
+# on SYNTHETIC models of real shapes (weights Q2_K: the activations do not
+# depend on the weight type, the file is smaller). Flash and classic
+# attention. Each model is written to a temp dir and removed.
+ACT_SHAPES := llama3.2-1b tinyllama-1.1b llama2-7b
+bench-activations: build
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && for s in $(ACT_SHAPES) 3b; do \
+	  case $$s in 3b) args="llama3.2-1b --n-embd 3072 --n-layer 28 --n-head 24 --n-head-kv 8 --n-ff 8192";; *) args=$$s;; esac; \
+	  ./$(BIN) synth --shape $$args --type q2_k -o $$dir/m.gguf 2>/dev/null || exit 1; \
+	  echo "== $$s (SYNTHETIC)"; \
+	  for a in flash classic; do ./$(BIN) bench --activations -m $$dir/m.gguf -p 512 --attention $$a || exit 1; done; \
+	  rm -f $$dir/m.gguf; done
+
+# Warm start (issue #29): time to first token and peak RSS of whole run
+# processes from a cold page cache per --willneed-layers value, on SYNTHETIC
+# 1B and 7B shapes (Q4_0, written to a temp dir and removed).
+bench-warm-start: build
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && for s in llama3.2-1b llama2-7b; do \
+	  ./$(BIN) synth --shape $$s --type q4_0 -o $$dir/m.gguf 2>/dev/null || exit 1; \
+	  echo "== $$s (SYNTHETIC)"; ./$(BIN) bench --warm-start -m $$dir/m.gguf -r 5 -t 2 || exit 1; \
+	  rm -f $$dir/m.gguf; done
 
 # Per-layer precision proof (docs/BENCHMARKS.md): calibrate stories260K-ff192 on
 # the first half of stories.txt, compare calibrated / uniform / random
@@ -160,14 +185,37 @@ soak: build policies
 demo: build
 	./$(BIN) run -n 64
 
-# The C API (include/edgellm.h, written by hand): lib/libedgellm.so for this
-# machine. TestCAPI (in make test) builds its own copy and runs a C program
-# against it; README "Embed in an app". The build cache serves both: a
-# rebuild is a link (the exports live outside the main package, see
-# cmd/libedgellm/main.go); `make lib-arm64` is the linux/arm64 one.
+# The C API (include/edgellm.h, written by hand): lib/libedgellm.so.1 (the
+# soname; lib/libedgellm.so links to it) and lib/libedgellm.a (c-archive, the
+# iOS route: Go's c-shared does not run on iOS). Built portable by default:
+# -march=$(LIB_MARCH) (x86-64-v2: SSE4.2/POPCNT, no AVX: runs on any x86-64
+# CPU since ~2009, ggml's matrix kernels slower than AVX2's; LIB_MARCH=x86-64-v3
+# for AVX2, LIB_MARCH=native for this CPU only). Only the functions in
+# cmd/libedgellm/edgellm.map are exported. Other flags than the main build's
+# compile llama.cpp once more (~6-7 minutes on 2 busy cores, then cached);
+# TestCAPI builds with the same flags, so make test pays it once too
+# (cmd/libedgellm/capi_test.go libMarch). The exports live outside the main
+# package (cmd/libedgellm/main.go) so a rebuild is a link.
+LIB_MARCH        ?= $(if $(filter x86_64,$(ARCH)),x86-64-v2,armv8.2-a)
+LIB_MARCH_ARM64  ?= armv8.2-a
+LIB_SONAME       ?= libedgellm.so.1
+LIB_MAP          := $(CURDIR)/cmd/libedgellm/edgellm.map
+LIB_EXTLDFLAGS    = -Wl,-soname,$(1) -Wl,--version-script=$(LIB_MAP) -Wl,--no-undefined-version
+LIB_CGO_ENV       = CGO_CFLAGS='-O3 -march=$(LIB_MARCH) $(ARCH_FLAGS) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(LIB_MARCH) $(ARCH_FLAGS)'
+.PHONY: lib-static
 lib: cgo-check
-	$(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o lib/libedgellm.so ./cmd/libedgellm
-	rm -f lib/libedgellm.h  # cgo's generated header: include/edgellm.h is the contract
+	@mkdir -p lib
+	$(LIB_CGO_ENV) $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS) -extldflags "$(call LIB_EXTLDFLAGS,$(LIB_SONAME))"' -o lib/$(LIB_SONAME) ./cmd/libedgellm
+	ln -sf $(LIB_SONAME) lib/libedgellm.so
+	rm -f lib/libedgellm.h lib/$(basename $(LIB_SONAME)).h  # cgo's generated header: include/edgellm.h is the contract
+
+# The static library (c-archive) for iOS-style linking: lib/libedgellm.a. Every
+# global symbol of llama.cpp/ggml stays visible in an archive (no version script
+# applies); the app links it with -lpthread -ldl -lm -lstdc++ (TestCAPIStatic).
+lib-static: cgo-check
+	@mkdir -p lib
+	$(LIB_CGO_ENV) $(GO) build -buildmode=c-archive -ldflags '$(LDFLAGS)' -o lib/libedgellm.a ./cmd/libedgellm
+	rm -f lib/libedgellm.h
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
@@ -223,13 +271,16 @@ build-arm64: cross-arm64-check cgo-check
 	@mv $(BIN_ARM64).tmp $(BIN_ARM64)
 
 # The C API for linux/arm64: $(LIB_ARM64), built in a temporary directory and
-# moved into place (the library's soname is its file name, so the name is
-# final from the start; a failed build leaves nothing behind). The first build
-# compiles llama.cpp for arm64 once more, in -shared code (minutes on 2 cores).
+# moved into place (the library's soname is its file name, libedgellm.so as
+# Android wants it, so the name is final from the start; a failed build leaves
+# nothing behind). Portable: -march=$(LIB_MARCH_ARM64), the version script of
+# `lib`. The first build compiles llama.cpp for arm64 once more, in -shared
+# code (minutes on 2 cores).
 LIB_ARM64 ?= lib/$(GOOS_ARM64)-arm64/libedgellm.so
 lib-arm64: cross-arm64-check cgo-check
 	@rm -rf $(dir $(LIB_ARM64)).tmp && mkdir -p $(dir $(LIB_ARM64)).tmp
-	$(CROSS_ARM64_ENV) $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS)' -o $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) ./cmd/libedgellm || { rm -rf $(dir $(LIB_ARM64)).tmp; exit 1; }
+	$(CROSS_ARM64_ENV) CGO_CFLAGS='-O3 -march=$(LIB_MARCH_ARM64) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(LIB_MARCH_ARM64)' \
+	  $(GO) build -buildmode=c-shared -ldflags '$(LDFLAGS) -extldflags "$(call LIB_EXTLDFLAGS,$(notdir $(LIB_ARM64)))"' -o $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) ./cmd/libedgellm || { rm -rf $(dir $(LIB_ARM64)).tmp; exit 1; }
 	@mkdir -p $(dir $(LIB_ARM64)) && mv $(dir $(LIB_ARM64)).tmp/$(notdir $(LIB_ARM64)) $(LIB_ARM64) && rm -rf $(dir $(LIB_ARM64)).tmp
 
 # Smoke run of the arm64 binary under qemu-aarch64: version, the golden text on

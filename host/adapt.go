@@ -67,6 +67,10 @@ type Adapter struct {
 	prec   precisionSensors // manifest and tok/s target (adapt_precision.go)
 	ewma   float32
 	steps  stepClock // step time per thread count (adapt_threads.go)
+	// stepBase turns a Generate call's step into the session's (BeforeStep);
+	// lastStep is the last session step seen, stepped whether one was.
+	stepBase, lastStep int
+	stepped            bool
 	// wall is set for readings on the wall clock (live sensors): the policy
 	// is then also asked when MaxInterval passed since lastCall. A trace
 	// replay is paced by the step cadence alone, so it is reproducible.
@@ -99,6 +103,9 @@ type PolicyStats struct {
 	Changes  int // calls whose decision changed what the engine does
 	Failures int // calls answered by the fallback (trap, deadline, bad status)
 	Swaps    int // tier swaps
+	// Refused counts changes the session refused (kept at the value in
+	// force, with a log line; RATIONALE.md, "A failed change").
+	Refused int
 	// RepackChanges counts changes of the repacked layers (ABI 1.4).
 	RepackChanges int
 	// PolicyTime is the time spent in policy calls, filling sensors included.
@@ -121,7 +128,7 @@ func policyLimits(eng Engine, nCtx int) policy.Limits {
 	caps := eng.Capabilities()
 	l.MaxK = 0
 	if caps.Speculative {
-		l.MaxK = min(caps.MaxSpeculativeK, policy.MaxSpecK)
+		l.MaxK = min(caps.MaxSpeculativeK, abi.MaxSpecK)
 	}
 	l.MaxWindow = nCtx
 	l.KVTypes = kvTypeLimits(eng) // nil: fixed per session (adapt_kv.go)
@@ -210,9 +217,23 @@ func (a *Adapter) Stats() PolicyStats {
 }
 
 // BeforeStep is GenerateOptions.BeforeStep: it calls the policy when the
-// cadence is due and applies the decision.
+// cadence is due and applies the decision. The policy sees the session's
+// steps numbered across Generate calls: a step that does not advance
+// (Generate's step 0) starts a new call, numbered after the last one, and
+// the policy is always called there, so a reading pushed between two turns
+// reaches the first step of the next (its prefill); the pause between the
+// calls is not taken for a slow token.
 func (a *Adapter) BeforeStep(step int) error {
 	now := time.Now()
+	newCall := false
+	if a.stepped && a.stepBase+step <= a.lastStep {
+		a.stepBase = a.lastStep + 1 - step
+		a.lastTok = time.Time{}
+		newCall = true
+	}
+	a.stepped = true
+	step += a.stepBase
+	a.lastStep = step
 	if !a.lastTok.IsZero() {
 		if dt := now.Sub(a.lastTok).Seconds(); dt > 0 {
 			inst := float32(1 / dt)
@@ -233,7 +254,7 @@ func (a *Adapter) BeforeStep(step int) error {
 			}
 		}
 	}
-	if step < a.next && !a.overdue(now) {
+	if !newCall && step < a.next && !a.overdue(now) {
 		a.carryRepack(step)
 		return nil
 	}
@@ -314,9 +335,20 @@ func (a *Adapter) abilities() policy.Abilities {
 	}
 }
 
+// refused logs a change the session refused (RATIONALE.md, "A failed
+// change"): the decision keeps the value in force.
+func (a *Adapter) refused(step int, knob string, want any, err error) {
+	a.st.Refused++
+	if a.log != nil {
+		fmt.Fprintf(a.log, "[policy step %d: %s %v not applied: %v]\n", step, knob, want, err)
+	}
+}
+
 // apply makes the engine follow d where it differs from the current
 // decision: policy.Apply says what the session takes, and a change the
-// engine then refuses keeps the current value.
+// engine then refuses keeps the current value, for every knob alike
+// (RATIONALE.md, "A failed change"): decoding goes on, and a session a
+// failed change left unusable stops generation at its next Decode.
 func (a *Adapter) apply(step int, d abi.Decision) error {
 	old := a.cur
 	if !a.haveCan {
@@ -325,18 +357,20 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	d = policy.Apply(old, d, a.can)
 	var changes []string
 	if d.Tier != old.Tier {
-		t, err := a.sess.(TierSwapper).SwapTier(int(d.Tier))
-		if err != nil {
-			return fmt.Errorf("policy: %w", err)
+		if t, err := a.sess.(TierSwapper).SwapTier(int(d.Tier)); err != nil {
+			a.refused(step, "tier", d.Tier, err)
+			d.Tier = old.Tier
+		} else {
+			a.st.Swaps++
+			a.haveCan = false // what the new tier's engine can do: asked again
+			changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
 		}
-		a.st.Swaps++
-		a.haveCan = false // what the new tier's engine can do: asked again
-		changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
 	}
 	if d.Threads != old.Threads {
-		if a.sess.(ThreadSetter).SetThreads(int(d.Threads)) == nil {
+		if err := a.sess.(ThreadSetter).SetThreads(int(d.Threads)); err == nil {
 			changes = append(changes, fmt.Sprintf("threads %d→%d", old.Threads, d.Threads))
 		} else {
+			a.refused(step, "threads", d.Threads, err)
 			d.Threads = old.Threads
 		}
 	}
@@ -345,7 +379,8 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	}
 	if d.LayerBits != old.LayerBits {
 		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
-			return fmt.Errorf("policy: %w", err)
+			a.refused(step, "layer bits", d.LayerBits[0], err)
+			d.LayerBits = old.LayerBits
 		} else if c != "" {
 			changes = append(changes, c)
 		}
@@ -403,9 +438,7 @@ func (a *Adapter) applyWindow(step int, d *abi.Decision, old abi.Decision, chang
 		err = a.sess.(WindowSetter).SetWindow(anchors, window)
 	}
 	if err != nil {
-		if a.log != nil {
-			fmt.Fprintf(a.log, "[policy step %d: window %d anchors %d not applied: %v]\n", step, d.Window, d.Anchors, err)
-		}
+		a.refused(step, "window", fmt.Sprintf("%d anchors %d", d.Window, d.Anchors), err)
 		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
 		return changes
 	}

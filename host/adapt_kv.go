@@ -12,10 +12,13 @@ import (
 // between steps (the native engine: F16, Q8_0 and Q4_0, in place; going
 // back up keeps the precision a smaller type lost).
 type KVTypeSetter interface {
-	SetKVType(t KVType) (native.KVRequantReport, error)
+	SetKVType(t KVType) (KVChange, error)
 }
 
 var _ KVTypeSetter = (*native.Session)(nil)
+
+// KVChange is what one SetKVType call did.
+type KVChange = engine.KVChange
 
 // kvRequanter is implemented by engines whose sessions are KVTypeSetters.
 type kvRequanter interface{ RequantKVTypes() []engine.KVType }
@@ -41,12 +44,13 @@ func kvTypeLimits(eng Engine) []abi.KVType {
 func (a *Adapter) applyKVType(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
 	r, err := a.sess.(KVTypeSetter).SetKVType(KVType(d.KVType.String()))
 	if err != nil {
-		if a.log != nil {
-			fmt.Fprintf(a.log, "[policy step %d: KV type %s not applied: %v]\n", step, d.KVType, err)
-		}
 		if !r.Changed { // refused: nothing changed
+			a.refused(step, "KV type", d.KVType, err)
 			d.KVType = old.KVType
 			return changes
+		}
+		if a.log != nil { // changed, then releasing pages failed: kept
+			fmt.Fprintf(a.log, "[policy step %d: KV type %s: %v]\n", step, d.KVType, err)
 		}
 	}
 	return append(changes, fmt.Sprintf("KV %s→%s (requantized %d rows in %.1f ms, %d KiB released)",

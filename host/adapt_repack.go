@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/native"
 )
 
@@ -15,17 +16,17 @@ import (
 // Releasing gives the units' anonymous pages back at once; restoring
 // repacks them again from the mapped file.
 type RepackSetter interface {
-	RepackState() native.RepackState
-	SetRepackLayers(k int) (native.RepackChange, error)
+	RepackState() RepackState
+	SetRepackLayers(k int) (RepackChange, error)
 }
 
 var _ RepackSetter = (*native.Session)(nil)
 
 // RepackState is how much of an engine's repacked weights is in use.
-type RepackState = native.RepackState
+type RepackState = engine.RepackState
 
 // RepackChange is what one SetRepackLayers call did.
-type RepackChange = native.RepackChange
+type RepackChange = engine.RepackChange
 
 // fillRepack writes the ABI 1.4 repack readings when the engine has
 // repacked weights.
@@ -86,9 +87,7 @@ func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, chang
 	a.repack.pending = false // a lower count cancels a raise in progress
 	c, err := rs.SetRepackLayers(want)
 	if err != nil && c.Released+c.Restored == 0 {
-		if a.log != nil {
-			fmt.Fprintf(a.log, "[policy step %d: repacked layers %d not applied: %v]\n", step, d.RepackLayers, err)
-		}
+		a.refused(step, "repacked layers", d.RepackLayers, err)
 		d.RepackLayers = old.RepackLayers
 		return changes
 	}
@@ -152,4 +151,4 @@ func (a *Adapter) repackDone() string {
 }
 
 // RepackNone as LoadOptions.RepackLayers repacks nothing at load.
-const RepackNone = native.RepackNone
+const RepackNone = engine.RepackNone

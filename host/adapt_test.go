@@ -69,7 +69,7 @@ func overheadRun(tb testing.TB, eng Engine, rt *policy.Runtime, live *liveSensor
 			return err
 		}
 	}
-	opts.Vocab, opts.Prompt = eng.Vocab(), []int32{eng.Vocab().BOS()}
+	opts.Prompt = []int32{eng.Vocab().BOS()}
 	st, err := Generate(context.Background(), sess, opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -157,8 +157,8 @@ func measureOverhead(tb testing.TB, model string, n, reps int) overheadResult {
 		for j, c := range w.each {
 			each[j] = float64(c)
 		}
-		medCall[i] = median(each) / (float64(wo.decode) / float64(n-2))
-		perStep[i] = float64(wo.decode) / float64(n-2)
+		medCall[i] = median(each) / (float64(wo.decode) / float64(n-1))
+		perStep[i] = float64(wo.decode) / float64(n-1)
 		r.failures += w.fails
 	}
 	r.share, r.minShare, r.extra, r.whole = median(shares), slices.Min(shares), median(extras), median(wholes)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"time"
 
 	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/host/policy/update"
 )
 
 // PolicyOptions configures AttachPolicy.
@@ -20,6 +22,13 @@ type PolicyOptions struct {
 	// verified and swapped in between decode steps; partial, corrupt or
 	// older ones are logged and left in place.
 	Inbox string
+	// Repo, when set, is the TUF update channel (host/policy/update;
+	// docs/POLICY-UPDATES.md): the last-good module goes in service at
+	// once, without network, one update check runs before AttachPolicy
+	// returns, then one every RepoPoll (0: none). Path and Inbox must be
+	// empty. The client's state directory stays locked until Close.
+	Repo     *update.Options
+	RepoPoll time.Duration
 	// Config configures the policy runtime (trusted key, deadline,
 	// compilation cache); nil means policy.NewConfig(). Its Limits are
 	// replaced by what the engine and the session can apply.
@@ -32,25 +41,34 @@ type PolicyOptions struct {
 	// Source, when set, is used instead of Sensors; the caller keeps it and
 	// closes it after the adapter.
 	Source SensorSource
-	// Session is the configuration the session was created with: its
-	// context length (0 is the engines' default, 2048 capped by the model),
-	// thread count and KV type are the policy's starting state and limits.
-	Session SessionConfig
 	// Log receives one line per decision change and per failed policy call;
 	// nil discards them.
 	Log io.Writer
+	// DecisionLog, when set, is the path of the JSONL decision log: every
+	// decision change and failed call with the sensor readings behind it,
+	// which `edgellm policy log FILE` reads (policy.DecisionLogConfig; the
+	// other settings are Config's, a 16 MiB cap by default).
+	DecisionLog string
+	// MaxThreads caps the threads the policy may choose (0: one per CPU).
+	// An app that fixed a thread count for its own reasons (the CLI's
+	// explicit --threads) sets it so the policy can lower it but never
+	// raise it past.
+	MaxThreads int
 }
 
 // AttachPolicy loads a policy for sess and returns the Adapter that runs it
 // in the decode loop: set GenerateOptions.BeforeStep to its BeforeStep, and
-// Close it after generation. It builds the sensor source, a policy runtime
-// limited to what eng and sess can apply, loads and verifies the policy,
-// and returns the compiler's freed heap to the OS before decoding starts.
-func AttachPolicy(ctx context.Context, eng Engine, sess Session, o PolicyOptions) (*Adapter, error) {
-	sc := o.Session
-	if sc.NCtx <= 0 {
-		sc.NCtx = min(2048, eng.Info().NCtxTrain)
+// Close it after generation. The session's engine and resolved
+// configuration (context length, thread count, KV type) are the policy's
+// starting state and limits. It builds the sensor source, a policy runtime
+// limited to what the engine and sess can apply, loads and verifies the
+// policy, and returns the compiler's freed heap to the OS before decoding
+// starts.
+func AttachPolicy(ctx context.Context, sess Session, o PolicyOptions) (*Adapter, error) {
+	if sess == nil {
+		return nil, fmt.Errorf("AttachPolicy: nil Session")
 	}
+	eng, sc := sess.Engine(), sess.Config()
 	src, owned := o.Source, false
 	if src == nil {
 		var err error
@@ -63,7 +81,16 @@ func AttachPolicy(ctx context.Context, eng Engine, sess Session, o PolicyOptions
 	if o.Config != nil {
 		cfg = *o.Config
 	}
-	rt, err := policy.NewRuntime(ctx, cfg.WithLimits(policyLimits(eng, sc.NCtx)))
+	if o.DecisionLog != "" {
+		dl := cfg.DecisionLog()
+		dl.Path = o.DecisionLog
+		cfg = cfg.WithDecisionLog(dl)
+	}
+	limits := policyLimits(eng, sc.NCtx)
+	if o.MaxThreads > 0 {
+		limits.MaxThreads = min(limits.MaxThreads, o.MaxThreads)
+	}
+	rt, err := policy.NewRuntime(ctx, cfg.WithLimits(limits))
 	if err != nil {
 		if owned {
 			src.Close()
@@ -72,7 +99,16 @@ func AttachPolicy(ctx context.Context, eng Engine, sess Session, o PolicyOptions
 	}
 	a := newAdapter(rt, src, eng, sess, sc, o.Log)
 	a.owned = owned
-	if o.Path == "" && o.Inbox == "" {
+	if o.Repo != nil {
+		if o.Path != "" || o.Inbox != "" {
+			a.Close()
+			return nil, fmt.Errorf("policy: a repository replaces a path and an inbox: give one")
+		}
+		if err := startRepo(ctx, rt, *o.Repo, o.RepoPoll); err != nil {
+			a.Close()
+			return nil, err
+		}
+	} else if o.Path == "" && o.Inbox == "" {
 		a.Close()
 		return nil, fmt.Errorf("policy: neither a path nor an inbox")
 	}
@@ -96,6 +132,20 @@ func AttachPolicy(ctx context.Context, eng Engine, sess Session, o PolicyOptions
 	// before generation starts.
 	debug.FreeOSMemory()
 	return a, nil
+}
+
+// startRepo opens the update client and starts the channel; the runtime's
+// Close closes the client (releasing the state directory).
+func startRepo(ctx context.Context, rt *policy.Runtime, o update.Options, poll time.Duration) error {
+	c, err := update.Open(o)
+	if err != nil {
+		return fmt.Errorf("policy repo: %w", err)
+	}
+	if err := rt.Go(func(done <-chan struct{}) { <-done; c.Close() }); err != nil {
+		c.Close()
+		return err
+	}
+	return update.Start(ctx, rt, c, poll)
 }
 
 // Describe is one line on the policy module and where its readings come

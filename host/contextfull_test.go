@@ -27,7 +27,7 @@ func TestErrContextFull(t *testing.T) {
 				prompt[i] = int32(1 + i)
 			}
 			_, err = Generate(context.Background(), sess,
-				GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: tc.predict, Sampling: greedy})
+				GenerateOptions{Prompt: prompt, NPredict: tc.predict, Sampling: greedy})
 			sess.Close()
 			if !errors.Is(err, ErrContextFull) {
 				t.Errorf("%s overruns the context: err = %v, want ErrContextFull", tc.name, err)

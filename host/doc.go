@@ -10,16 +10,27 @@
 //	host.SetLog(os.Stderr, host.LogError)   // llama.cpp's own messages
 //	eng, err := host.Load(path, host.LoadOptions{})
 //	defer eng.Close()
-//	sc := host.SessionConfig{NCtx: 2048}
-//	sess, err := eng.NewSession(sc)
+//	sess, err := eng.NewSession(host.SessionConfig{NCtx: 2048})
 //	defer sess.Close()
-//	a, err := host.AttachPolicy(ctx, eng, sess, host.PolicyOptions{
-//		Path: "policy.tar.gz", Config: &cfg, Sensors: "live", Session: sc})
+//	a, err := host.AttachPolicy(ctx, sess, host.PolicyOptions{
+//		Path: "policy.tar.gz", Config: &cfg, Sensors: "live"})
 //	defer a.Close()
+//	prompt, err := host.Tokenize(sess, "Once upon a time")
 //	st, err := host.Generate(ctx, sess, host.GenerateOptions{
-//		Vocab: eng.Vocab(), Prompt: prompt, Emit: emit, NPredict: 128,
-//		Sampling: host.DefaultSampling(), StopAtEOG: true, BeforeStep: a.BeforeStep})
+//		Prompt: prompt, Emit: emit, NPredict: 128, BeforeStep: a.BeforeStep})
+//	more, err := host.Tokenize(sess, " The end?") // the next turn: no BOS, no prefix
+//	st, err = host.Generate(ctx, sess, host.GenerateOptions{
+//		Prompt: more, Emit: emit, NPredict: 128, BeforeStep: a.BeforeStep})
 //	fmt.Println(st.DecodeTPS(), a.Stats().Changes)
+//
+// A Session knows its engine (Session.Engine: vocabulary, model info) and
+// its resolved configuration (Session.Config), so neither AttachPolicy nor
+// Generate asks for them again. A session is a conversation: every token
+// Generate emits is in its KV cache when Generate returns, a later call
+// continues exactly where it stopped (Tokenize adds no BOS and no
+// tokenizer prefix mid-conversation), and an attached policy numbers the
+// session's steps across calls. The zero GenerateOptions samples with
+// DefaultSampling and stops at end-of-generation (IgnoreEOG goes on).
 //
 // Load picks the engine: "native" (our own llama forward pass over weights
 // it maps and a KV arena it owns; per-layer weight sets with

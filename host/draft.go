@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"fmt"
+	"github.com/edgellm/edgellm/abi"
 	"time"
 
 	"github.com/edgellm/edgellm/host/engine"
@@ -14,9 +15,6 @@ import (
 // longest prefix its own sampler agrees with (rejection sampling: the
 // output distribution is the model's own, greedy output is identical). The
 // Draft owns the sampler, so it both prefills (Start) and generates (Step).
-
-// MaxDraftK is the largest number of draft tokens per round (abi.MaxSpecK).
-const MaxDraftK = engine.MaxDraftK
 
 // ErrDraftEngine is returned (wrapped) by AttachDraft for an engine or
 // session that cannot decode speculatively (only the native engine can).
@@ -34,7 +32,7 @@ type DraftOptions struct {
 	// "ngram" (prompt lookup) or the path of a smaller GGUF model with the
 	// same vocabulary (loaded by AttachDraft, its KV beside the session's).
 	Spec string
-	// K is the number of draft tokens per round, clamped to 0..MaxDraftK
+	// K is the number of draft tokens per round, clamped to 0..abi.MaxSpecK
 	// (0: plain steps).
 	K int
 	// Auto lets the Draft choose K before each round from its own
@@ -61,7 +59,7 @@ type DraftStats = engine.DraftStats
 // 0 = not measured.
 type DraftStepTimes struct {
 	Draft  time.Duration
-	Verify [MaxDraftK + 1]time.Duration
+	Verify [abi.MaxSpecK + 1]time.Duration
 }
 
 // Draft is speculative decoding attached to one Session. Not safe for
@@ -138,7 +136,7 @@ func (d *Draft) Step() ([]int32, error) { return d.sp.Step() }
 // K is the number of draft tokens per round in force.
 func (d *Draft) K() int { return d.sp.K() }
 
-// SetK sets K from the next round on, clamped to 0..MaxDraftK, and returns
+// SetK sets K from the next round on, clamped to 0..abi.MaxSpecK, and returns
 // the K in force.
 func (d *Draft) SetK(k int) int { return d.sp.SetK(k) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/edgellm/edgellm/abi"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func TestAttachDraft(t *testing.T) {
 		return sess
 	}
 	var want []int32
-	if _, err := Generate(context.Background(), newSession(t), GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Sampling: greedy,
+	if _, err := Generate(context.Background(), newSession(t), GenerateOptions{Prompt: prompt, NPredict: n, Sampling: greedy,
 		Emit: func(tok int32) error { want = append(want, tok); return nil }}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestAttachDraft(t *testing.T) {
 		{"ngram", "ngram", "ngram", 3, false},
 		{"model", filepath.Join(d, "stories260K-first4layers.gguf"), filepath.Join(d, "stories260K-first4layers.gguf"), 4, false},
 		{"auto", "skip:3", "skip:3", 1, true},
-		{"k clamped", "skip:2", "skip:2", MaxDraftK + 5, false},
+		{"k clamped", "skip:2", "skip:2", abi.MaxSpecK + 5, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dr, err := AttachDraft(eng, newSession(t), DraftOptions{Spec: tc.spec, K: tc.k, Auto: tc.auto, Sampling: greedy})
@@ -67,8 +68,8 @@ func TestAttachDraft(t *testing.T) {
 			if got := dr.String(); got != tc.canon {
 				t.Errorf("String() = %q, want %q", got, tc.canon)
 			}
-			if !tc.auto && dr.K() != min(tc.k, MaxDraftK) {
-				t.Errorf("K() = %d, want %d", dr.K(), min(tc.k, MaxDraftK))
+			if !tc.auto && dr.K() != min(tc.k, abi.MaxSpecK) {
+				t.Errorf("K() = %d, want %d", dr.K(), min(tc.k, abi.MaxSpecK))
 			}
 			tok, err := dr.Start(prompt)
 			if err != nil {
@@ -118,7 +119,7 @@ func TestAttachDraft(t *testing.T) {
 			defer dr.Close()
 			var got []int32
 			steps := 0
-			st, err := Generate(context.Background(), sess, GenerateOptions{Vocab: vocab, Prompt: prompt, NPredict: n, Draft: dr, MeasureCPU: true,
+			st, err := Generate(context.Background(), sess, GenerateOptions{Prompt: prompt, NPredict: n, Draft: dr, MeasureCPU: true,
 				Emit: func(tok int32) error { got = append(got, tok); return nil },
 				BeforeStep: func(step int) error {
 					if (step == 0) != (steps == 0) {
@@ -146,8 +147,8 @@ func TestAttachDraft(t *testing.T) {
 		}
 		defer dr.Close()
 		for name, o := range map[string]GenerateOptions{
-			"another session": {Vocab: vocab, Prompt: prompt, NPredict: 4, Draft: dr},
-			"OnLogits":        {Vocab: vocab, Prompt: prompt, NPredict: 4, Draft: dr, OnLogits: func(int, []float32) error { return nil }},
+			"another session": {Prompt: prompt, NPredict: 4, Draft: dr},
+			"OnLogits":        {Prompt: prompt, NPredict: 4, Draft: dr, OnLogits: func(int, []float32) error { return nil }},
 		} {
 			s := sess
 			if name == "another session" {

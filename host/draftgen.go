@@ -15,7 +15,7 @@ import (
 // (the rest of a round is dropped, as Step's slice is reused). Stats count
 // rounds where plain generation counts steps: the first round is warm-up,
 // not timed.
-func generateDraft(ctx context.Context, sess Session, opts GenerateOptions, emit func(int32) error) (Stats, error) {
+func generateDraft(ctx context.Context, sess Session, vocab Vocab, opts GenerateOptions, emit func(int32) error) (Stats, error) {
 	var st Stats
 	d := opts.Draft
 	switch {
@@ -54,7 +54,7 @@ func generateDraft(ctx context.Context, sess Session, opts GenerateOptions, emit
 			if st.GeneratedTokens == opts.NPredict {
 				break
 			}
-			if opts.StopAtEOG && opts.Vocab.IsEOG(tok) {
+			if !opts.IgnoreEOG && vocab.IsEOG(tok) {
 				st.StoppedAtEOG = true
 				break
 			}

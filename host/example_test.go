@@ -48,11 +48,10 @@ func ExampleGenerate() {
 	defer sess.Close()
 
 	vocab := eng.Vocab()
-	prompt, _ := vocab.Tokenize("Once upon a time", true)
+	prompt, _ := host.Tokenize(sess, "Once upon a time") // a new session: from BOS
 	var out []int32
-	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1} // Temp 0: argmax
 	st, err := host.Generate(context.Background(), sess, host.GenerateOptions{
-		Vocab: vocab, Prompt: prompt, NPredict: 20, Sampling: greedy, StopAtEOG: true,
+		Prompt: prompt, NPredict: 20, Sampling: host.GreedySampling(),
 		Emit: func(tok int32) error {
 			out = append(out, tok)
 			return nil
@@ -85,8 +84,8 @@ func ExampleAttachPolicy() {
 	// generous enough that this example's output never depends on how busy
 	// the machine is (the default is 5 ms).
 	cfg := policy.NewConfig().WithInsecure(true).WithDeadline(time.Second)
-	a, err := host.AttachPolicy(context.Background(), eng, sess, host.PolicyOptions{
-		Path: "policy/testdata/good_a.wasm", Config: &cfg, Session: sc,
+	a, err := host.AttachPolicy(context.Background(), sess, host.PolicyOptions{
+		Path: "policy/testdata/good_a.wasm", Config: &cfg,
 		Sensors: "trace:../testdata/traces/thermal_ramp.jsonl", // SIMULATED readings; "" reads this machine
 	})
 	if err != nil {
@@ -98,7 +97,7 @@ func ExampleAttachPolicy() {
 	var out []int32
 	opts := host.GenerateOptions{NPredict: 20, Sampling: host.SamplingParams{TopP: 1, RepeatPenalty: 1}, BeforeStep: a.BeforeStep}
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
-	opts.Vocab, opts.Prompt = vocab, prompt
+	opts.Prompt = prompt
 	opts.Emit = func(tok int32) error {
 		out = append(out, tok)
 		return nil
@@ -140,7 +139,7 @@ func ExampleTierSwapper() {
 		return err
 	}
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
-	opts.Vocab, opts.Prompt = vocab, prompt
+	opts.Prompt = prompt
 	opts.Emit = func(tok int32) error {
 		out = append(out, tok)
 		return nil
@@ -180,7 +179,7 @@ func ExampleAttachDraft() {
 	prompt, _ := vocab.Tokenize("Once upon a time", true)
 	var out []int32
 	st, err := host.Generate(context.Background(), sess, host.GenerateOptions{
-		Vocab: vocab, Prompt: prompt, NPredict: 20, StopAtEOG: true, Draft: draft,
+		Prompt: prompt, NPredict: 20, Draft: draft,
 		Emit: func(tok int32) error {
 			out = append(out, tok)
 			return nil

@@ -19,35 +19,57 @@ type SamplingParams = engine.SamplingParams
 // DefaultSampling returns llama.cpp's default sampling parameters.
 func DefaultSampling() SamplingParams { return engine.DefaultSampling() }
 
+// GreedySampling is DefaultSampling with temperature 0: the most likely
+// token at every step.
+func GreedySampling() SamplingParams {
+	p := engine.DefaultSampling()
+	p.Temp = 0
+	return p
+}
+
+// resolveSampling is p, or DefaultSampling() for the zero value.
+func resolveSampling(p SamplingParams) SamplingParams {
+	if p == (SamplingParams{}) {
+		return DefaultSampling()
+	}
+	return p
+}
+
 // GenerateOptions is one Generate request: what to condition on, how many
-// tokens to generate, how to sample them and where they go.
+// tokens to generate, how to sample them and where they go. The zero value
+// of every field works: default sampling, stop at end-of-generation, no
+// hook. The session supplies the rest (its engine's vocabulary).
 type GenerateOptions struct {
-	// Vocab is the session's engine's vocabulary (Engine.Vocab): its size
-	// sizes the sampler, its end-of-generation tokens stop generation.
-	// Required.
-	Vocab Vocab
-	// Prompt is prefilled into the session before generation (non-empty:
-	// start from BOS).
+	// Prompt is decoded into the session before generation: on a new
+	// session the whole prompt (start from BOS: Tokenize(sess, text)
+	// does), on a session that has decoded before the conversation's next
+	// tokens (Tokenize(sess, text) adds no BOS and no tokenizer prefix
+	// there). Required: it is what the first token is sampled after.
 	Prompt []int32
 	// Emit receives each generated token in order; nil discards them. An
 	// error stops generation.
 	Emit func(tok int32) error
 	// NPredict is the number of tokens to generate.
 	NPredict int
-	// Sampling selects the sampler.
+	// Sampling selects the sampler; the zero value is DefaultSampling()
+	// (llama.cpp's defaults). Greedy decoding: DefaultSampling() with
+	// Temp 0, or GreedySampling().
 	Sampling SamplingParams
-	// StopAtEOG ends generation at an end-of-generation token (default true
-	// through NewGenerateOptions).
-	StopAtEOG bool
+	// IgnoreEOG keeps generating past end-of-generation tokens (they are
+	// emitted like any other); by default generation stops at the first
+	// one, which is not emitted.
+	IgnoreEOG bool
 	// MeasureCPU also records the thread CPU time of prefill and decode
 	// (Stats.PrefillCPU, DecodeCPU; benchmarks): two system calls per step,
 	// and Generate keeps its goroutine on one OS thread meanwhile.
 	MeasureCPU bool
-	// BeforeStep, if set, runs before each decode step (step counts generated
-	// tokens so far), and once with step 0 before the prompt's prefill, so
-	// that a policy's first decision (threads, tier, precision) already
-	// applies to the prefill. It may swap tiers or apply a policy decision;
-	// an error stops generation.
+	// BeforeStep, if set, runs before each decode step (step counts the
+	// tokens this call generated so far), and once with step 0 before the
+	// prompt's prefill, so that a policy's first decision (threads, tier,
+	// precision) already applies to the prefill: step 0 starts a call.
+	// Adapter.BeforeStep numbers the steps of its session across calls
+	// itself. It may swap tiers or apply a policy decision; an error stops
+	// generation.
 	BeforeStep func(step int) error
 	// OnLogits, if set, sees the raw logits each generated token i is
 	// sampled from (before any sampler transform), e.g. to measure quality
@@ -55,7 +77,8 @@ type GenerateOptions struct {
 	// An error stops generation. Not with Draft.
 	OnLogits func(i int, logits []float32) error
 	// Draft, if set, generates with speculative decoding (AttachDraft on
-	// this session, which must not have decoded anything yet): the Draft's
+	// this session, which must not have decoded anything yet; a Draft is
+	// one call, not a conversation: its last token is not decoded): the Draft's
 	// own sampler (DraftOptions.Sampling) replaces Sampling, BeforeStep runs
 	// before each round, and the Stats' decode figures count rounds after
 	// the first.
@@ -145,31 +168,34 @@ func tps(n int, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// Generate prefills opts.Prompt into sess and generates up to
-// opts.NPredict tokens, passing each to opts.Emit. BeforeStep may change the
-// session's engine state between steps (a tier swap keeps the same Session
-// value). Nothing is allocated per token.
+// Generate decodes opts.Prompt into sess and generates up to opts.NPredict
+// tokens, passing each to opts.Emit. A session is a conversation: every
+// emitted token is in the session's KV cache when Generate returns (even
+// when Emit's error stopped it), so a later call continues from it exactly
+// as one prompt holding the whole conversation would. BeforeStep may
+// change the session's engine state between steps (a tier swap keeps the
+// same Session value). Nothing is allocated per token.
 func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, error) {
 	var st Stats
-	vocab, prompt, emit := opts.Vocab, opts.Prompt, opts.Emit
-	if vocab == nil {
-		return st, errors.New("GenerateOptions.Vocab is nil: pass the engine's Vocab")
+	if sess == nil {
+		return st, errors.New("Generate: nil Session")
 	}
+	vocab, prompt, emit := sess.Engine().Vocab(), opts.Prompt, opts.Emit
 	if emit == nil {
 		emit = func(int32) error { return nil }
 	}
 	if len(prompt) == 0 {
-		return st, errors.New("empty prompt: nothing to condition on (start from BOS)")
+		return st, errors.New("GenerateOptions.Prompt is empty: nothing to condition on (a new session starts from BOS; see Tokenize)")
 	}
 	if opts.NPredict < 0 {
-		return st, fmt.Errorf("negative token count %d", opts.NPredict)
+		return st, fmt.Errorf("GenerateOptions.NPredict %d is negative", opts.NPredict)
 	}
 	if opts.Draft != nil {
-		return generateDraft(ctx, sess, opts, emit)
+		return generateDraft(ctx, sess, vocab, opts, emit)
 	}
-	smp, err := sample.New(opts.Sampling, vocab.NVocab())
+	smp, err := sample.New(resolveSampling(opts.Sampling), vocab.NVocab())
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("GenerateOptions.Sampling: %w", err)
 	}
 	logits := make([]float32, vocab.NVocab())
 	one := make([]int32, 1)
@@ -195,7 +221,8 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 	st.PromptTokens = len(prompt)
 	st.Prefill, st.PrefillCPU = time.Since(start), threadCPU(cpu)-c0
 
-	// decode
+	// decode: sample a token, emit it, decode it (so that it is in the KV
+	// cache, the last one included), repeat
 	var spanStart time.Time
 	var proc0 time.Duration
 	for i := 0; i < opts.NPredict; i++ {
@@ -214,17 +241,19 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 		if i == 0 {
 			st.FirstToken = time.Since(start)
 		}
-		if opts.StopAtEOG && vocab.IsEOG(tok) {
+		if !opts.IgnoreEOG && vocab.IsEOG(tok) {
 			st.StoppedAtEOG = true
 			break
 		}
 		smp.Accept(tok)
 		st.GeneratedTokens++
+		one[0] = tok
 		if err := emit(tok); err != nil {
+			// The token was emitted: keep it in the conversation.
+			if derr := sess.Decode(one, LogitsLast); derr != nil {
+				return st, errors.Join(err, fmt.Errorf("decode at position %d: %w", sess.Len(), derr))
+			}
 			return st, err
-		}
-		if i == opts.NPredict-1 {
-			break // the last token needs no forward pass
 		}
 		if opts.BeforeStep != nil {
 			if err := opts.BeforeStep(i + 1); err != nil {
@@ -235,7 +264,6 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 			spanStart, proc0 = time.Now(), cputime.Process()
 		}
 		t0, c0 := time.Now(), threadCPU(cpu)
-		one[0] = tok
 		if err := sess.Decode(one, LogitsLast); err != nil {
 			return st, fmt.Errorf("decode at position %d: %w", sess.Len(), err)
 		}

@@ -24,7 +24,7 @@ func TestGenerateCPUTime(t *testing.T) {
 			prompt[i] = int32(1 + i*7%500)
 		}
 		st, err := Generate(context.Background(), sess,
-			GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true})
+			GenerateOptions{Prompt: prompt, NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}, MeasureCPU: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func TestGenerateCPUTime(t *testing.T) {
 		// Without MeasureCPU no thread CPU time is read (no system calls
 		// per step).
 		st, err = Generate(context.Background(), sess,
-			GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}})
+			GenerateOptions{Prompt: prompt, NPredict: 32, Sampling: SamplingParams{TopP: 1, RepeatPenalty: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +82,7 @@ func forEachEngine(t *testing.T, f func(t *testing.T, eng Engine)) {
 
 // BeforeStep runs with step 0 before the prefill (the session still empty,
 // so a policy's first decision applies to the prefill), then with 1, 2, …
-// before each decode step.
+// before each decode step, the last token's included.
 func TestGenerateBeforeStepZero(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, eng Engine) {
 		sess, err := eng.NewSession(SessionConfig{NCtx: 64, Threads: 1})
@@ -92,16 +92,19 @@ func TestGenerateBeforeStepZero(t *testing.T) {
 		defer sess.Close()
 		prompt := []int32{1, 2, 3, 4}
 		var steps, lens []int
-		_, err = Generate(context.Background(), sess, GenerateOptions{Vocab: eng.Vocab(), Prompt: prompt, NPredict: 4,
+		_, err = Generate(context.Background(), sess, GenerateOptions{Prompt: prompt, NPredict: 4,
 			Sampling:   SamplingParams{TopP: 1, RepeatPenalty: 1},
 			BeforeStep: func(step int) error { steps, lens = append(steps, step), append(lens, sess.Len()); return nil }})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 4 tokens: step 0 before the prefill, steps 1-3 before the forward
-		// passes of tokens 1-3 (the last token needs none)
-		if len(steps) != 4 || steps[0] != 0 || lens[0] != 0 || steps[1] != 1 || lens[1] != len(prompt) || steps[3] != 3 {
-			t.Fatalf("BeforeStep steps %v at session lengths %v; want 0 1 2 3 at 0 %d …", steps, lens, len(prompt))
+		// 4 tokens: step 0 before the prefill, steps 1-4 before the forward
+		// passes of tokens 1-4 (the last one too: it stays in the KV cache)
+		if len(steps) != 5 || steps[0] != 0 || lens[0] != 0 || steps[1] != 1 || lens[1] != len(prompt) || steps[4] != 4 || lens[4] != len(prompt)+3 {
+			t.Fatalf("BeforeStep steps %v at session lengths %v; want 0 1 2 3 4 at 0 %d … %d", steps, lens, len(prompt), len(prompt)+3)
+		}
+		if sess.Len() != len(prompt)+4 {
+			t.Errorf("session length %d after 4 tokens, want %d: every emitted token in the KV cache", sess.Len(), len(prompt)+4)
 		}
 	})
 }

@@ -43,6 +43,12 @@ type LoadOptions struct {
 	// the buffer is reserved but never touched before. llama.cpp repacks
 	// all or nothing: any other value is an error there.
 	RepackLayers int
+	// WillNeedLayers is, on the native engine, how many leading layers (and
+	// the output head) are read ahead at load (MADV_WILLNEED), so the first
+	// token does not wait on their page faults: 0 = the default (2),
+	// WillNeedAll, WillNeedNone. docs/BENCHMARKS.md "Warm start" has the
+	// time to first token and peak RSS from a cold page cache per value.
+	WillNeedLayers int
 	// Notices receives one-line notices (engine fallback); nil discards them.
 	Notices io.Writer
 }
@@ -66,13 +72,13 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 		return nil, fmt.Errorf("unknown engine %q (want auto, native or llamacpp)", kind)
 	}
 	if opts.Repack && !kernels.RepackAvailable() {
-		return nil, fmt.Errorf("--repack: %w", kernels.ErrNoRepack)
+		return nil, fmt.Errorf("LoadOptions.Repack: %w", kernels.ErrNoRepack)
 	}
 	if opts.RepackLayers != 0 && !opts.Repack {
-		return nil, fmt.Errorf("repack layers %d without repacking (--repack)", opts.RepackLayers)
+		return nil, fmt.Errorf("LoadOptions.RepackLayers %d without LoadOptions.Repack", opts.RepackLayers)
 	}
 	if opts.RepackLayers < RepackNone {
-		return nil, fmt.Errorf("repack layers %d: want ≥ 0 (0 = all) or RepackNone", opts.RepackLayers)
+		return nil, fmt.Errorf("LoadOptions.RepackLayers %d: want ≥ 0 (0 = all) or RepackNone", opts.RepackLayers)
 	}
 	first := path
 	if len(opts.Tiers) > 0 {
@@ -92,7 +98,7 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	}
 	if len(opts.Tiers) > 0 {
 		if len(opts.LayerSets) > 0 {
-			return nil, fmt.Errorf("--tiers and --layer-sets: a tier ladder switches the whole model, layer sets switch per layer; use one")
+			return nil, fmt.Errorf("LoadOptions.Tiers and LoadOptions.LayerSets: a tier ladder switches the whole model, layer sets switch per layer; use one")
 		}
 		if err := llamacpp.CheckLadder(opts.Tiers); err != nil {
 			return nil, err
@@ -103,9 +109,9 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 		case nativeLoader == nil && kind == "native":
 			return nil, fmt.Errorf("the native engine is not available in this build")
 		case opts.NoMmap && kind == "native":
-			return nil, fmt.Errorf("the native engine always maps the weights (no --no-mmap): it owns their residency with madvise")
+			return nil, fmt.Errorf("the native engine always maps the weights (LoadOptions.NoMmap): it owns their residency with madvise")
 		case opts.NoMmap:
-			fmt.Fprintf(notices, "edgellm: --no-mmap: using the llamacpp engine (the native engine always maps the weights)\n")
+			fmt.Fprintf(notices, "edgellm: LoadOptions.NoMmap: using the llamacpp engine (the native engine always maps the weights)\n")
 		case nativeLoader != nil && native.Supported(f.Arch()):
 			e, err := nativeLoader(first, opts)
 			if err == nil {
@@ -131,7 +137,7 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a model of a family it runs", first)
 	}
 	if opts.RepackLayers != 0 {
-		return nil, fmt.Errorf("%s: only the native engine repacks some layers (llama.cpp repacks all or nothing): drop --repack-layers or use --engine native", first)
+		return nil, fmt.Errorf("%s: only the native engine repacks some layers (llama.cpp repacks all or nothing): set LoadOptions.RepackLayers to 0 or LoadOptions.Engine to \"native\"", first)
 	}
 	lo := llamacpp.Options{NoMmap: opts.NoMmap, Repack: opts.Repack}
 	if len(opts.Tiers) > 0 {

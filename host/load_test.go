@@ -28,13 +28,13 @@ func TestLoadChoosesEngine(t *testing.T) {
 		{"ladder runs on native", "", LoadOptions{Tiers: []string{q8, q4}}, "native", "", ""},
 		{"native ladder on request", "", LoadOptions{Engine: "native", Tiers: []string{q8, q4}, StartTier: 1}, "native", "", ""},
 		{"llamacpp ladder on request", "", LoadOptions{Engine: "llamacpp", Tiers: []string{q8, q4}}, "llamacpp", "", ""},
-		{"no-mmap ladder falls back", "", LoadOptions{NoMmap: true, Tiers: []string{q8, q4}}, "llamacpp", "", "--no-mmap"},
+		{"no-mmap ladder falls back", "", LoadOptions{NoMmap: true, Tiers: []string{q8, q4}}, "llamacpp", "", "LoadOptions.NoMmap"},
 		// stories260K and its ff192 derivative pass the llamacpp ladder's
 		// check (same KV shape) but differ in n_ff: not one set of weights.
 		{"ladder native cannot map falls back", "", LoadOptions{Tiers: []string{q8, model}}, "llamacpp", "", "cannot run this tier ladder"},
 		{"native ladder it cannot map refused", "", LoadOptions{Engine: "native", Tiers: []string{q8, model}}, "", "n_ff", ""},
-		{"tiers and layer sets refused", "", LoadOptions{Tiers: []string{q8, q4}, LayerSets: []string{q4}}, "", "--layer-sets", ""},
-		{"no-mmap falls back", model, LoadOptions{NoMmap: true}, "llamacpp", "", "--no-mmap"},
+		{"tiers and layer sets refused", "", LoadOptions{Tiers: []string{q8, q4}, LayerSets: []string{q4}}, "", "LoadOptions.LayerSets", ""},
+		{"no-mmap falls back", model, LoadOptions{NoMmap: true}, "llamacpp", "", "LoadOptions.NoMmap"},
 		{"native no-mmap refused", model, LoadOptions{Engine: "native", NoMmap: true}, "", "always maps", ""},
 		{"vocab only", vocab, LoadOptions{}, "", "vocabulary-only", ""},
 		{"missing file", filepath.Join(t.TempDir(), "x.gguf"), LoadOptions{}, "", "x.gguf", ""},

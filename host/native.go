@@ -14,9 +14,9 @@ import (
 func init() {
 	nativeLoader = func(path string, opts LoadOptions) (Engine, error) {
 		if len(opts.Tiers) > 0 { // set i = tier i; path is tier StartTier
-			return native.Load(opts.Tiers[0], native.Options{ExtraSets: opts.Tiers[1:], Tiers: true, StartTier: opts.StartTier, Repack: opts.Repack, RepackLayers: opts.RepackLayers})
+			return native.Load(opts.Tiers[0], native.Options{ExtraSets: opts.Tiers[1:], Tiers: true, StartTier: opts.StartTier, Repack: opts.Repack, RepackLayers: opts.RepackLayers, WillNeedLayers: opts.WillNeedLayers})
 		}
-		return native.Load(path, native.Options{ExtraSets: opts.LayerSets, Repack: opts.Repack, RepackLayers: opts.RepackLayers})
+		return native.Load(path, native.Options{ExtraSets: opts.LayerSets, Repack: opts.Repack, RepackLayers: opts.RepackLayers, WillNeedLayers: opts.WillNeedLayers})
 	}
 }
 
@@ -110,3 +110,9 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// LoadOptions.WillNeedLayers values besides a count.
+const (
+	WillNeedAll  = engine.WillNeedAll
+	WillNeedNone = engine.WillNeedNone
+)

@@ -54,12 +54,25 @@ var log struct {
 	mu    sync.Mutex
 	w     io.Writer
 	level LogLevel
-	tap   func(line string) // INFO lines while a Quantize runs, else nil
+	tap   func(line string)                 // INFO lines while a Quantize runs, else nil
+	fn    func(level LogLevel, text []byte) // SetLogFunc's, else nil
+	prev  LogLevel                          // of the last message (for GGML_LOG_LEVEL_CONT)
+}
+
+// SetLogFunc passes each message at or above the level, with its level, to
+// fn instead of the writer (an embedding's log callback: libedgellm's
+// edgellm_log_set); nil goes back to the writer. text is valid only during
+// the call. A continuation (GGML_LOG_LEVEL_CONT) gets its first part's level.
+func SetLogFunc(fn func(level LogLevel, text []byte)) {
+	log.mu.Lock()
+	log.fn = fn
+	log.mu.Unlock()
 }
 
 func init() {
 	log.w = os.Stderr
 	log.level = LogWarn
+	log.prev = LogInfo
 	// Package init runs after ollama's ggml package init, which installs a
 	// slog-based sink: replace it so the default is warnings and errors only.
 	C.edgellm_log_set_level(C.int(log.level))
@@ -128,10 +141,19 @@ func edgellmLog(level C.int, text *C.char, fwd C.int) {
 	n := C.strlen(text)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(text)), int(n))
 	log.mu.Lock()
-	w, tap := log.w, log.tap
+	w, tap, fn := log.w, log.tap, log.fn
+	l := LogLevel(level)
+	if level == C.GGML_LOG_LEVEL_CONT {
+		l = log.prev
+	}
+	log.prev = l
 	log.mu.Unlock()
 	if fwd != 0 {
-		_, _ = w.Write(b)
+		if fn != nil {
+			fn(l, b)
+		} else {
+			_, _ = w.Write(b)
+		}
 	}
 	if tap != nil && level == C.GGML_LOG_LEVEL_INFO {
 		tap(string(b))

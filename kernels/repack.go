@@ -64,6 +64,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -101,6 +102,19 @@ func RepackEligible(typ GGMLType, ne0, ne1 int64) bool {
 	return C.edgellm_repack_supported(b, C.enum_ggml_type(typ), C.int64_t(ne0), C.int64_t(ne1)) == 1
 }
 
+// RepackTypes lists the ggml types RepackEligible accepts on this CPU (for a
+// 256 × 8 matrix: the shape every repacked kernel takes), by asking ggml for
+// each type this build knows. Empty when RepackAvailable is false.
+func RepackTypes() []string {
+	var names []string
+	for t := GGMLType(0); t < ggmlTypeCount; t++ {
+		if t.Valid() && RepackEligible(t, 256, 8) {
+			names = append(names, t.String())
+		}
+	}
+	return names
+}
+
 // NewRepackBuffer allocates a CPU_REPACK buffer of size bytes: anonymous
 // memory owned by ggml (not backed by a file, so the kernel cannot drop it
 // under pressure, only swap it). Tensors are put in it with SetRepacked.
@@ -132,7 +146,8 @@ func (b *BackendBuffer) HugePageBytes() int64 { return b.huge }
 const hugePage = 2 << 20
 
 // RepackHugePages reports whether repack buffers are advised for transparent
-// huge pages: yes unless EDGELLM_REPACK_HUGEPAGES=0. Decode streams every
+// huge pages: yes unless SetRepackHugePages(false) (the CLI maps
+// EDGELLM_REPACK_HUGEPAGES=0 to it). Decode streams every
 // repacked weight once per token; with 4 KiB pages that is one TLB miss per
 // page (143,000 per token on a 558 MiB model). Quiet, one thread, SYNTHETIC
 // llama3.2-1b Q4_0 repacked: 29.7–31.0 tok/s advised against 25.4–28.0
@@ -140,7 +155,13 @@ const hugePage = 2 << 20
 // THP set to "never" the advice does nothing; set to "madvise" (Debian's and
 // most Android kernels' default) only advised memory gets huge pages. The
 // switch exists for kernels where compaction at load costs more than it gives.
-func RepackHugePages() bool { return os.Getenv("EDGELLM_REPACK_HUGEPAGES") != "0" }
+func RepackHugePages() bool { return !noRepackHugePages.Load() }
+
+// SetRepackHugePages turns the huge-page advice of repack buffers allocated
+// from now on on or off, process-wide (default on).
+func SetRepackHugePages(on bool) { noRepackHugePages.Store(!on) }
+
+var noRepackHugePages atomic.Bool
 
 // hugeMinBuffer is the smallest buffer adviseHuge advises: glibc serves an
 // allocation this large (its largest dynamic mmap threshold, 32 MiB on

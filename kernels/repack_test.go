@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -182,9 +183,10 @@ func vmaFlags(t *testing.T, addr uintptr) string {
 
 // TestRepackHugePages: a repack buffer's 2 MiB-aligned interior is advised
 // MADV_HUGEPAGE (the mapping's VmFlags carry "hg"), unless
-// EDGELLM_REPACK_HUGEPAGES=0; a buffer below hugeMinBuffer is not (it may
-// come from a malloc arena). Nothing is written to the buffers, so their
-// 64 MiB are address space, not memory.
+// SetRepackHugePages(false) (EDGELLM_REPACK_HUGEPAGES=0 in the CLI); a
+// buffer below hugeMinBuffer is not (it may come from a malloc arena).
+// Nothing is written to the buffers, so their 64 MiB are address space,
+// not memory.
 func TestRepackHugePages(t *testing.T) {
 	requireRepack(t)
 	thp, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -193,8 +195,9 @@ func TestRepackHugePages(t *testing.T) {
 	}
 	t.Logf("THP: %s", strings.TrimSpace(string(thp)))
 	const size = 2 * hugeMinBuffer
+	defer SetRepackHugePages(true)
 	for _, env := range []string{"", "0"} {
-		t.Setenv("EDGELLM_REPACK_HUGEPAGES", env)
+		SetRepackHugePages(env != "0")
 		b, err := NewRepackBuffer(size)
 		if err != nil {
 			t.Fatal(err)
@@ -220,5 +223,19 @@ func TestRepackHugePages(t *testing.T) {
 			t.Errorf("%d-byte buffer: advised %d bytes, want 0", n, small.HugePageBytes())
 		}
 		small.Close()
+	}
+}
+
+// TestRepackTypes: the list run's "nothing to repack" line names is ggml's
+// own answer: Q4_0 is in it wherever repacking is compiled in (every x86
+// and ARM kernel set repacks it), Q8_0 and F32 are not.
+func TestRepackTypes(t *testing.T) {
+	if !RepackAvailable() {
+		t.Skip("built without GGML_USE_CPU_REPACK")
+	}
+	got := RepackTypes()
+	t.Logf("repacked types on this CPU: %v", got)
+	if !slices.Contains(got, GGMLTypeQ4_0.String()) || slices.Contains(got, GGMLTypeQ8_0.String()) || slices.Contains(got, GGMLTypeF32.String()) {
+		t.Fatalf("RepackTypes() = %v: want q4_0, not q8_0 or f32", got)
 	}
 }

@@ -17,7 +17,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "spinwait.h"
+#include "cflags/spinwait.h"
 
 // Go sets these (kernels.SetSpinLimit); 0 turns the bound off.
 int64_t edgellm_spin_limit_ns = 100000; // kernels.DefaultSpinLimit, set again by Go's init

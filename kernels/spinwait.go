@@ -19,12 +19,7 @@ static uint64_t edgellm_spin_get_bounded(void) { return __atomic_load_n(&edgellm
 */
 import "C"
 
-import (
-	"fmt"
-	"os"
-	"strconv"
-	"time"
-)
+import "time"
 
 // DefaultSpinLimit is how long a thread waits at ggml's barrier by spinning
 // before it sleeps (spinwait.c). Quiet decode barriers wait a few µs; a
@@ -35,21 +30,7 @@ const DefaultSpinLimit = 100 * time.Microsecond
 // 50 µs by default).
 const spinSleep = 20 * time.Microsecond
 
-// SpinEnv names the environment variable that sets the spin limit in
-// microseconds at start-up; 0 restores ggml's unbounded spin.
-const SpinEnv = "EDGELLM_BARRIER_SPIN_US"
-
-func init() {
-	SetSpinLimit(DefaultSpinLimit)
-	if v, ok := os.LookupEnv(SpinEnv); ok {
-		us, err := strconv.Atoi(v)
-		if err != nil || us < 0 {
-			fmt.Fprintf(os.Stderr, "edgellm: %s=%q: want microseconds ≥ 0; keeping %v\n", SpinEnv, v, DefaultSpinLimit)
-			return
-		}
-		SetSpinLimit(time.Duration(us) * time.Microsecond)
-	}
-}
+func init() { SetSpinLimit(DefaultSpinLimit) }
 
 // SetSpinLimit sets how long a barrier wait spins before it sleeps, for every
 // pool in the process; 0 spins without bound, as ggml does. It returns the

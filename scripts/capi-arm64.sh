@@ -5,7 +5,9 @@
 # compiler against include/edgellm.h and the library, then run on
 # stories260K with two signed revisions of the default policy, exactly as
 # TestCAPI runs it on this machine (golden text, misuse cases, threads,
-# cancellation, the trim push, a hot reload, 1,000 load/free cycles). It runs
+# cancellation, the trim push, a hot reload, 1,000 load/free cycles, and
+# every API 1.1 entry point), then testdata/capi_v1_0_test.c built against the
+# 1.0 header (struct canaries). It runs
 # with "emulated": a policy call that misses the 5 ms decide deadline on the
 # emulated CPU is tolerated (reported) as long as the window still shrinks,
 # and the kernel's RSS (qemu's process, whose own heap grows with every guest
@@ -59,6 +61,11 @@ echo "capi-arm64: $lib with $cc, run on $qemu -cpu $cpu"
 "$cc" -std=c11 -O1 -Wall -Wextra -Werror -I "$root/include" "$root/cmd/libedgellm/testdata/capi_test.c" \
   -o "$work/capi_test" -L "$libdir" -ledgellm -lpthread -Wl,-rpath,"$libdir" ||
   die "cross-compiling capi_test.c failed"
+# A program built against the API 1.0 header, with canaries around every
+# struct the library writes (TestCAPIOldHeader's program).
+"$cc" -std=c11 -O1 -Wall -Wextra -Werror -I "$root/cmd/libedgellm/testdata/v1.0" "$root/cmd/libedgellm/testdata/capi_v1_0_test.c" \
+  -o "$work/capi_v1_0_test" -L "$libdir" -ledgellm -Wl,-rpath,"$libdir" ||
+  die "cross-compiling capi_v1_0_test.c failed"
 
 # Two signed revisions of the default policy, as TestCAPI's signedBundles makes.
 "$edgellm" policy keygen -o "$work/key" >/dev/null &&
@@ -68,7 +75,7 @@ echo "capi-arm64: $lib with $cc, run on $qemu -cpu $cpu"
 
 # A runaway emulation must not hold CI: at most 15 minutes.
 t0=$(date +%s)
-timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_test" "$model" "$work/rev1.tar.gz" "$work/rev2.tar.gz" "$work/key.pub" emulated \
+EDGELLM_CAPI_TEST_GENERATE_DELAY_US=300 timeout 900 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_test" "$model" "$work/rev1.tar.gz" "$work/rev2.tar.gz" "$work/key.pub" emulated \
   >"$work/out" 2>&1
 code=$?
 secs=$(($(date +%s) - t0))
@@ -78,3 +85,10 @@ if [ $code -ne 0 ] || ! grep -q ' 0 failed' "$work/out"; then
   exit 1
 fi
 echo "capi-arm64: ok in $secs s under emulation (not a performance number)"
+timeout 300 "$qemu" -L "$sysroot" -cpu "$cpu" "$work/capi_v1_0_test" "$model" >"$work/out1" 2>&1
+code=$?
+sed -e 's/^/    /' "$work/out1"
+if [ $code -ne 0 ] || ! grep -q ' 0 failed' "$work/out1"; then
+  echo "capi-arm64: the 1.0-header program FAILED (exit $code)"
+  exit 1
+fi

@@ -38,6 +38,8 @@ func init() {
 			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS)")
 			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
 			fs.Int("hogs", 0, "with --spin-sweep: run this many CPU hogs (a process spinning one thread pinned to each of the first N allowed CPUs) during the sweep")
+			fs.Bool("activations", false, "native engine: activation memory of a -p token prefill and of a decode step after it, ggml's graph allocator against keeping every intermediate tensor (no decoding)")
+			fs.Bool("warm-start", false, "native engine: time to first token and peak RSS of whole run processes from a cold page cache, per --willneed-layers value (none, 2, 3, all), -r repeats in turn")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
@@ -65,6 +67,8 @@ type benchOptions struct {
 	Bandwidth        bool     `koanf:"bandwidth"`
 	RepackSweep      bool     `koanf:"repack-sweep"`
 	SpinSweep        bool     `koanf:"spin-sweep"`
+	Activations      bool     `koanf:"activations"`
+	WarmStart        bool     `koanf:"warm-start"`
 	Hogs             int      `koanf:"hogs"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
@@ -130,8 +134,6 @@ func (o *benchOptions) check(args []string) (host.KVType, error) {
 		return "", usagef("-p %d: want ≥ 1", o.NPrompt)
 	case o.NPredict < 3:
 		return "", usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up)", o.NPredict)
-	case o.NPrompt+o.NPredict > o.Ctx:
-		return "", usagef("-p %d + -n %d exceed --ctx %d", o.NPrompt, o.NPredict, o.Ctx)
 	}
 	if o.Compare != "" {
 		if err := validEngine("--compare", o.Compare); err != nil {
@@ -181,6 +183,24 @@ func runBench(c *cmdEnv, args []string) error {
 	path, label, err := resolveModel(c, o.Model)
 	if err != nil {
 		return err
+	}
+	if !o.Activations && !o.WarmStart {
+		train, err := modelTrainCtx(path)
+		if err != nil {
+			return err
+		}
+		if err := fitLengths(c, &o.Ctx, train, length{"n-prompt", "-p", &o.NPrompt}, length{"n-predict", "-n", &o.NPredict}); err != nil {
+			return err
+		}
+		if o.NPredict < 3 {
+			return usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up); the context %d leaves too little", o.NPredict, o.Ctx)
+		}
+	}
+	if o.Activations {
+		return runActivations(c, path, label, o)
+	}
+	if o.WarmStart {
+		return runWarmStart(c, path, label, o)
 	}
 	if o.RepackSweep {
 		if o.Spec != "" {

@@ -41,8 +41,8 @@ func checkResult(t *testing.T, r *bench.Result, nPrompt, nGen, repeats int) {
 	}
 	var fill, dec []float64
 	for i, p := range r.PerRepeat {
-		if !(p.PrefillTPS > 0 && p.DecodeTPS > 0 && p.PrefillMS > 0 && p.DecodeMS > 0) || p.DecodeTokens != nGen-2 {
-			t.Fatalf("repeat %d: %+v (want positive values and %d timed decode tokens)", i, p, nGen-2)
+		if !(p.PrefillTPS > 0 && p.DecodeTPS > 0 && p.PrefillMS > 0 && p.DecodeMS > 0) || p.DecodeTokens != nGen-1 {
+			t.Fatalf("repeat %d: %+v (want positive values and %d timed decode tokens)", i, p, nGen-1)
 		}
 		// tok/s and ms agree with each other
 		if got := float64(nPrompt) / (p.PrefillMS / 1000); got < p.PrefillTPS*0.99 || got > p.PrefillTPS*1.01 {
@@ -212,7 +212,7 @@ func TestBenchErrors(t *testing.T) {
 		{"bad engine", []string{"-m", model, "--engine", "gpu"}, 2, `--engine "gpu"`},
 		{"bad compare engine", []string{"-m", model, "--compare", "gpu"}, 2, `--compare "gpu"`},
 		{"bad repack suffix", []string{"-m", model, "--compare", "native:packed"}, 2, `--compare "native:packed"`},
-		{"prompt+gen above ctx", []string{"-m", model, "--ctx", "64", "-p", "60", "-n", "8"}, 2, "exceed --ctx 64"},
+		{"prompt+gen above ctx", []string{"-m", model, "--ctx", "64", "-p", "60", "-n", "8"}, 2, "exceed the context 64"},
 		{"ctx above training ctx", []string{"-m", model, "--ctx", "4096", "-p", "8", "-n", "4", "-r", "1"}, 2, "training context 2048"},
 		{"missing model", []string{"-m", "/nonexistent/m.gguf"}, 1, "model /nonexistent/m.gguf: no such file"},
 		{"not a gguf", []string{"-m", "bench.go", "-p", "8", "-n", "4", "-r", "1"}, 1, "bench.go"},

@@ -14,7 +14,6 @@ import (
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // `edgellm bench --repack-sweep`: repacked weights as a live choice
@@ -57,7 +56,7 @@ func runRepackSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	}
 	max := rs.RepackState().MaxLayers
 	if max == 0 {
-		return fmt.Errorf("bench: %s: nothing to repack on this CPU (no eligible weights: Q4_0, IQ4_NL or Q4_K)", path)
+		return fmt.Errorf("bench: %s: nothing to repack on this CPU (no eligible weights: %s)", path, strings.Join(host.RepackTypes(), ", "))
 	}
 	p, err := bench.MakePrompt(eng.Vocab(), string(text), benchText, o.NPrompt)
 	if err != nil {
@@ -151,7 +150,7 @@ func greedyNext(eng host.Engine, s host.Session) func(i int) (int32, error) {
 		if err := s.Logits(i, l); err != nil {
 			return 0, err
 		}
-		return kernels.Argmax(l), nil
+		return bench.Argmax(l), nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host"
 	"github.com/spf13/pflag"
@@ -147,14 +148,14 @@ func verifyCurve(c *cmdEnv, eng host.Engine, prompt []int32, o benchOptions) err
 		return err
 	}
 	n0 := s.Len()
-	batch := make([]int32, host.MaxDraftK+1)
+	batch := make([]int32, abi.MaxSpecK+1)
 	for i := range batch {
 		batch[i] = prompt[(i+1)%len(prompt)]
 	}
 	const reps = 3
-	var times [host.MaxDraftK + 1][]float64
+	var times [abi.MaxSpecK + 1][]float64
 	for range reps {
-		for n := 1; n <= host.MaxDraftK+1; n++ {
+		for n := 1; n <= abi.MaxSpecK+1; n++ {
 			if err := c.Ctx.Err(); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
@@ -84,8 +85,8 @@ func sweepGen(eng host.Engine, spec string, prompt []int32, o benchOptions, k in
 // divided by n = 1's; reps repeats, interleaved, after one warm-up pass
 // (first-touch page faults of the mapped weights count as CPU time). It also returns n = 1's
 // median time, the unit of c.
-func verifyCurveCPU(eng host.Engine, prompt []int32, o benchOptions, reps int) ([host.MaxDraftK + 1]float64, time.Duration, error) {
-	var v [host.MaxDraftK + 1]float64
+func verifyCurveCPU(eng host.Engine, prompt []int32, o benchOptions, reps int) ([abi.MaxSpecK + 1]float64, time.Duration, error) {
+	var v [abi.MaxSpecK + 1]float64
 	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1})
 	if err != nil {
 		return v, 0, err
@@ -95,13 +96,13 @@ func verifyCurveCPU(eng host.Engine, prompt []int32, o benchOptions, reps int) (
 		return v, 0, err
 	}
 	n0 := s.Len()
-	batch := make([]int32, host.MaxDraftK+1)
+	batch := make([]int32, abi.MaxSpecK+1)
 	for i := range batch {
 		batch[i] = prompt[(i+1)%len(prompt)]
 	}
-	var times [host.MaxDraftK + 1][]float64
+	var times [abi.MaxSpecK + 1][]float64
 	for rep := range reps + 1 { // the first pass warms pages and graphs, not kept
-		for n := 1; n <= host.MaxDraftK+1; n++ {
+		for n := 1; n <= abi.MaxSpecK+1; n++ {
 			c0 := cputime.Thread()
 			if err := s.Decode(batch[:n], host.LogitsAll); err != nil {
 				return v, 0, err
@@ -123,7 +124,7 @@ func verifyCurveCPU(eng host.Engine, prompt []int32, o benchOptions, reps int) (
 
 // analyticRate is (1 − α^(K+1)) / ((1 − α)(K·c + v(K+1))) in units of the
 // plain rate.
-func analyticRate(alpha float64, k int, c float64, v [host.MaxDraftK + 1]float64) float64 {
+func analyticRate(alpha float64, k int, c float64, v [abi.MaxSpecK + 1]float64) float64 {
 	if k == 0 {
 		return 1
 	}
@@ -147,7 +148,7 @@ func runSpecSweep(c *cmdEnv, eng host.Engine, prompt []int32, o benchOptions, so
 	if err != nil {
 		return err
 	}
-	const nK = host.MaxDraftK + 2 // K = 0..8 and auto (last)
+	const nK = abi.MaxSpecK + 2 // K = 0..8 and auto (last)
 	runs := make([][]sweepRun, nK)
 	for rep := range reps {
 		for i := range nK {
@@ -196,13 +197,13 @@ func inRun(rs []sweepRun, k int, unit time.Duration) (inRunCosts, bool) {
 }
 
 func sweepK(i int) string {
-	if i == host.MaxDraftK+1 {
+	if i == abi.MaxSpecK+1 {
 		return "auto"
 	}
 	return fmt.Sprint(i)
 }
 
-func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOptions, runs [][]sweepRun, v [host.MaxDraftK + 1]float64, unit time.Duration) error {
+func printSpecSweep(w io.Writer, spec string, so benchSpecOptions, o benchOptions, runs [][]sweepRun, v [abi.MaxSpecK + 1]float64, unit time.Duration) error {
 	// c: draft CPU time per draft step, pooled over every run, ÷ one step.
 	var dt time.Duration
 	var ds int

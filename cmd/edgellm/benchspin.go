@@ -13,7 +13,6 @@ import (
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/pressure"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/cputime"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // `edgellm bench --spin-sweep`: ggml's barrier with its unbounded spin
@@ -33,7 +32,7 @@ type spinLevel struct {
 	waits           [4]float64    // barrier waits per token by waitClasses, summed over repeats
 }
 
-// waitClasses are the wait lengths bench prints (kernels.SpinStats.Waits
+// waitClasses are the wait lengths bench prints (bench.SpinStats.Waits
 // buckets are powers of two in µs).
 var waitClasses = [4]string{"< 8 µs", "8–64 µs", "64–512 µs", "≥ 512 µs"}
 
@@ -53,7 +52,7 @@ func runSpinSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	if o.Compare != "" {
 		return usagef("--spin-sweep and --compare cannot be combined")
 	}
-	cpus := kernels.AllowedCPUs()
+	cpus := bench.AllowedCPUs()
 	if o.Hogs < 0 || o.Hogs > len(cpus) {
 		return usagef("--hogs %d: want 0 to the %d CPUs this process may use", o.Hogs, len(cpus))
 	}
@@ -71,12 +70,12 @@ func runSpinSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	if threads == 0 {
 		threads = len(cpus)
 	}
-	bounded := kernels.SpinLimit() // EDGELLM_BARRIER_SPIN_US, else the default
+	bounded := host.BarrierSpinLimit() // EDGELLM_BARRIER_SPIN_US, else the default
 	if bounded == 0 {
-		bounded = kernels.DefaultSpinLimit
+		bounded = host.DefaultBarrierSpinLimit
 	}
 	levels := []*spinLevel{{limit: 0}, {limit: bounded}}
-	defer kernels.SetSpinLimit(kernels.SpinLimit())
+	defer host.SetBarrierSpinLimit(host.BarrierSpinLimit())
 	c.Logf("bench --spin-sweep: %s engine, %d threads, %d prompt + %d generated tokens, %d repeats; barrier spin unbounded (ggml) against %v then sleep",
 		eng.Name(), threads, o.NPrompt, o.NPredict, o.Repeats, bounded)
 	if threads == 1 {
@@ -98,7 +97,7 @@ func runSpinSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 			slices.Reverse(order)
 		}
 		for _, lv := range order {
-			kernels.SetSpinLimit(lv.limit)
+			host.SetBarrierSpinLimit(lv.limit)
 			if err := spinDecode(eng, p.Tokens, o, threads, lv); err != nil {
 				return err
 			}
@@ -139,10 +138,10 @@ func spinDecode(eng host.Engine, prompt []int32, o benchOptions, threads int, lv
 	}
 	var w0 time.Time
 	var c0 time.Duration
-	var s0 kernels.SpinStats
+	var s0 bench.SpinStats
 	for i := 0; i < o.NPredict; i++ {
 		if i == 1 {
-			w0, c0, s0 = time.Now(), cputime.Process(), kernels.ReadSpinStats()
+			w0, c0, s0 = time.Now(), cputime.Process(), bench.ReadSpinStats()
 		}
 		if err := s.Decode([]int32{tok}, host.LogitsLast); err != nil {
 			return err
@@ -151,7 +150,7 @@ func spinDecode(eng host.Engine, prompt []int32, o benchOptions, threads int, lv
 			return err
 		}
 	}
-	wall, cpu, s1 := time.Since(w0), cputime.Process()-c0, kernels.ReadSpinStats()
+	wall, cpu, s1 := time.Since(w0), cputime.Process()-c0, bench.ReadSpinStats()
 	n := float64(o.NPredict - 1)
 	lv.decode = append(lv.decode, n/wall.Seconds())
 	lv.cores = append(lv.cores, cpu.Seconds()/wall.Seconds())

@@ -100,8 +100,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "edgellm %s: %v\n", cmd.Name, err)
 		return 2
 	}
-	env := &cmdEnv{Ctx: ctx, Stdout: stdout, Stderr: stderr, Settings: settings}
-	if err := cmd.Run(env, fs.Args()); err != nil {
+	out := &stickyWriter{w: stdout}
+	env := &cmdEnv{Ctx: ctx, Stdout: out, Stderr: stderr, Settings: settings}
+	err = cmd.Run(env, fs.Args())
+	if err == nil && out.err != nil {
+		// A command's product that did not reach stdout (a full disk, a
+		// closed pipe) is a failure even where the command did not check.
+		err = fmt.Errorf("writing standard output: %w", out.err)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "edgellm %s: %v\n", cmd.Name, err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -110,6 +117,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// stickyWriter remembers the first write error of the writer it wraps.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }
 
 // lookup finds the longest registered command name at the start of args.

@@ -118,6 +118,16 @@ func TestSettingsErrors(t *testing.T) {
 	}
 }
 
+// TestEnvShorthandKey: EDGELLM_N (run's -n) was silently ignored; the key is
+// the long name, and the short one is an error saying so.
+func TestEnvShorthandKey(t *testing.T) {
+	t.Setenv("EDGELLM_N", "500")
+	_, errs, code := runCLI(t, "run", "-m", "no-such-model.gguf")
+	if code != 2 || !strings.Contains(errs, "use EDGELLM_N_PREDICT") {
+		t.Fatalf("exit %d, stderr %q; want exit 2 naming EDGELLM_N_PREDICT", code, errs)
+	}
+}
+
 func TestUnknownCommand(t *testing.T) {
 	_, errs, code := runCLI(t, "frobnicate")
 	if code != 2 || !strings.Contains(errs, `unknown command "frobnicate"`) {

@@ -13,6 +13,7 @@ func main() {
 	if code, exit := childMode(); exit {
 		os.Exit(code)
 	}
+	applyProcessEnv(os.LookupEnv, os.Stderr)
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 

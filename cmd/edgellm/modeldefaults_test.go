@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,10 +56,21 @@ func TestRunWindowFlags(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "KV window: 16 recent positions + 4 anchors") || !strings.HasPrefix(out, "Once upon a time") {
 		t.Fatalf("--window 16 --anchors 4: exit %d, %q, output %q", code, errs, out)
 	}
-	_, errs, code = runCLI(t, "run", "-m", model, "--engine", "native", "--window", "16", "--layer-windows", "4,8,16,16,16",
+	layered, errs, code := runCLI(t, "run", "-m", model, "--engine", "native", "--window", "16", "--layer-windows", "4,8,16,16,16",
 		"-n", "40", "--ctx", "64", "--threads", "1", "--temp", "0")
 	if code != 0 || !strings.Contains(errs, "KV windows per layer: [4 8 16 16 16]") {
 		t.Fatalf("--layer-windows: exit %d, %q", code, errs)
+	}
+	// The windows must act, not only be announced: 40 tokens past a window
+	// of 16 evict, and greedy text then leaves the full context's (which
+	// it follows for the first ~25 tokens), and per-layer windows leave the
+	// uniform one's.
+	full, errs, code := runCLI(t, "run", "-m", model, "--engine", "native", "-n", "40", "--ctx", "64", "--threads", "1", "--temp", "0")
+	if code != 0 {
+		t.Fatalf("no window: exit %d, %q", code, errs)
+	}
+	if out == full || layered == out || layered == full {
+		t.Errorf("windows changed nothing:\n full    %q\n window  %q\n layered %q", full, out, layered)
 	}
 	bad := []struct {
 		args []string
@@ -138,5 +150,44 @@ func TestRunNoContextLength(t *testing.T) {
 				t.Errorf("--stats-json %s left behind", stats)
 			}
 		})
+	}
+}
+
+// withCtx copies the GGUF at src with llama.context_length set to n.
+func withCtx(t *testing.T, src string, n uint32) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), fmt.Sprintf("ctx%d.gguf", n))
+	if err := gguf.Rewrite(src, dst, func(kv []gguf.KV) []gguf.KV {
+		for i := range kv {
+			if kv[i].Key == "llama.context_length" {
+				kv[i].Value = gguf.Uint32(n)
+			}
+		}
+		return kv
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// TestDefaultsFitSmallModel (#32 point 4): on a model trained on 128
+// positions, parity's and bench's defaults (256 steps; -p 128 -n 128 in a
+// 2048 context) give way and say so; explicit values that do not fit are
+// usage errors naming the numbers.
+func TestDefaultsFitSmallModel(t *testing.T) {
+	m := withCtx(t, sharedtest.Stories260K(t), 128)
+	out, errs, code := runCLI(t, "parity", "-m", m, "--threads", "1")
+	if code != 0 || !strings.Contains(out, "n 127 ") || !strings.Contains(errs, "-n 127") {
+		t.Fatalf("parity: exit %d, stdout %q, stderr %q; want 127 steps, said", code, out, errs)
+	}
+	_, errs, code = runCLI(t, "bench", "-m", m, "-r", "1", "--threads", "1")
+	if code != 0 || !strings.Contains(errs, "-p 64, -n 64") || !strings.Contains(errs, "context: 128") {
+		t.Fatalf("bench: exit %d, stderr %q; want -p 64 -n 64 in a context of 128, said", code, errs)
+	}
+	for _, args := range [][]string{{"parity", "-n", "200"}, {"bench", "-p", "100", "-n", "100"}, {"bench", "--ctx", "512"}} {
+		_, errs, code := runCLI(t, append(append([]string{}, args...), "-m", m)...)
+		if code != 2 || !strings.Contains(errs, "128") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming 128", args, code, errs)
+		}
 	}
 }

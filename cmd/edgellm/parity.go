@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/native"
+	"github.com/edgellm/edgellm/internal/parity"
 )
 
 func init() {
@@ -66,7 +66,17 @@ func runParity(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := native.Parity(path, native.ParityOptions{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack, SameKV: o.SameKV})
+	train, err := modelTrainCtx(path)
+	if err != nil {
+		return err
+	}
+	if train > 0 { // one prompt token (BOS), then -n greedy steps
+		prompt, ctx := 1, train
+		if err := fitLengths(c, &ctx, train, length{"", "1 prompt token", &prompt}, length{"n", "-n", &o.N}); err != nil {
+			return err
+		}
+	}
+	r, err := parity.Parity(path, parity.Options{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack, SameKV: o.SameKV})
 	if err != nil {
 		return err
 	}

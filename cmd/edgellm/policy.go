@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/host/policy/update"
 )
 
 // Policy bundle commands: keygen, sign, verify, log. Keys are PEM files:
@@ -111,6 +111,10 @@ type policySignOptions struct {
 	Output    string `koanf:"output"`
 }
 
+// maxSignExpiry bounds --expires (a typo such as 200000d once overflowed
+// to a date in 1989).
+const maxSignExpiry = 10 * 366 * 24 * time.Hour
+
 func runPolicySign(c *cmdEnv, args []string) error {
 	var o policySignOptions
 	if err := c.Decode(&o); err != nil {
@@ -133,18 +137,32 @@ func runPolicySign(c *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	wasm, err := os.ReadFile(args[0])
+	wasm, err := update.ReadRegularFile(args[0], policy.DefaultMaxBundleBytes)
 	if err != nil {
 		return err
 	}
 	if len(wasm) < 4 || string(wasm[:4]) != "\x00asm" {
 		return fmt.Errorf("%s: not a Wasm module", args[0])
 	}
-	m := policy.Manifest{Name: o.Name, Revision: o.Revision, ABIVersion: abi.Current().String(), MinEngineVersion: o.MinEngine}
+	// The host's loader first: a module every host refuses is not signed,
+	// and the manifest records the ABI the module speaks, not this
+	// signer's.
+	v, err := policy.ValidateModule(c.Ctx, policy.NewConfig().WithCacheDir("-"), wasm)
+	if err != nil {
+		return fmt.Errorf("%s: the host's loader refuses it, not signed: %w", args[0], err)
+	}
+	m := policy.Manifest{Name: o.Name, Revision: o.Revision, ABIVersion: v.String(), MinEngineVersion: o.MinEngine}
 	if o.Expires != "" {
-		t, err := parseExpires(o.Expires, time.Now())
+		now := time.Now()
+		t, err := parseExpires(o.Expires, now)
 		if err != nil {
 			return usagef("%v", err)
+		}
+		if !t.After(now) {
+			return usagef("--expires %q: %s is already past: refusing to sign an expired bundle", o.Expires, t.UTC().Format(time.RFC3339))
+		}
+		if t.After(now.Add(maxSignExpiry)) {
+			return usagef("--expires %q: %s is more than 10 years away", o.Expires, t.UTC().Format(time.RFC3339))
 		}
 		m.Expires = t.UTC().Format(time.RFC3339)
 	}

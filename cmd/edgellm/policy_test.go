@@ -30,7 +30,7 @@ func TestPolicyKeygenSignVerify(t *testing.T) {
 			t.Fatalf("sign: %d %s", code, stderr)
 		}
 		out, stderr, code := runCLI(t, "policy", "verify", "--pub", key+".pub", bundle)
-		if code != 0 || !strings.HasPrefix(out, "OK a revision 3 abi "+abi.Current().String()+" min_engine 0.1.0 expires never key ") {
+		if code != 0 || !strings.HasPrefix(out, "OK a revision 3 abi 1.0 min_engine 0.1.0 expires never key ") /* the module's ABI (good_a speaks 1.0), not the signer's */ {
 			t.Fatalf("verify %s: %d %q %s", form, code, out, stderr)
 		}
 		// The runtime accepts it with the same key.

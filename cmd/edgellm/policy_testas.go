@@ -21,6 +21,13 @@ func isAssemblyScriptPolicy(dir string) bool {
 
 // buildAssemblyScript compiles dir/policy.ts to wasm.
 func buildAssemblyScript(c *cmdEnv, dir, wasm string) error {
+	dir, err := filepath.Abs(dir) // asc below runs with Dir = dir
+	if err != nil {
+		return err
+	}
+	if wasm, err = filepath.Abs(wasm); err != nil {
+		return err
+	}
 	asc := filepath.Join(dir, "node_modules", ".bin", "asc")
 	if _, err := os.Stat(asc); err != nil {
 		if _, err := exec.LookPath("npm"); err != nil {

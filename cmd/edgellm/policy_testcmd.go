@@ -55,9 +55,15 @@ func runPolicyTest(c *cmdEnv, args []string) error {
 	if len(args) != 1 {
 		return usagef("policy test needs one policy DIR")
 	}
-	dir := args[0]
+	// Absolute: the build commands run with Dir set to it, and a relative
+	// compiler path under it (node_modules/.bin/asc) would be resolved
+	// from there a second time.
+	dir, err := filepath.Abs(args[0])
+	if err != nil {
+		return err
+	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("%s: not a directory", dir)
+		return fmt.Errorf("%s: not a directory", args[0])
 	}
 	tmp, err := os.MkdirTemp("", "edgellm-policy-test")
 	if err != nil {

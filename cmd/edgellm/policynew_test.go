@@ -70,3 +70,40 @@ func TestPolicyNewAssemblyScript(t *testing.T) {
 		t.Fatalf("policy test on the AssemblyScript scaffold: %d %q %s", code, out, stderr)
 	}
 }
+
+// TestPolicyNewNextStepsAsTyped: `policy new NAME` from a relative path
+// prints its next step; that step, run as printed from the same working
+// directory, passes, for Go and for AssemblyScript (issue #27: the
+// AssemblyScript one resolved node_modules/.bin/asc twice).
+func TestPolicyNewNextStepsAsTyped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds policies to Wasm")
+	}
+	sdk, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	langs := []string{"go"}
+	if _, err := exec.LookPath("npm"); err == nil {
+		langs = append(langs, "assemblyscript")
+	} else if os.Getenv("EDGELLM_REQUIRE_AS") != "" {
+		t.Fatal("npm not found")
+	}
+	t.Chdir(t.TempDir())
+	for _, lang := range langs {
+		name := map[string]string{"go": "gopol", "assemblyscript": "aspol"}[lang]
+		_, stderr, code := runCLI(t, "policy", "new", name, "--lang", lang, "--sdk", sdk)
+		if code != 0 {
+			t.Fatalf("policy new %s --lang %s: %d %s", name, lang, code, stderr)
+		}
+		_, next, ok := strings.Cut(stderr, "next: edgellm ")
+		if !ok {
+			t.Fatalf("policy new printed no next step: %s", stderr)
+		}
+		args := strings.Fields(strings.SplitN(next, "\n", 2)[0])
+		out, stderr, code := runCLI(t, args...)
+		if code != 0 || !strings.Contains(out, " passed, 0 failed") {
+			t.Fatalf("%s: next step `edgellm %s` as printed: %d %q %s", lang, strings.Join(args, " "), code, out, stderr)
+		}
+	}
+}

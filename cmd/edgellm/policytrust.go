@@ -12,7 +12,7 @@ import (
 )
 
 // policyStateHelp documents --policy-state's default.
-const policyStateHelp = "directory of the persisted rollback index (rollback.json); default $XDG_STATE_HOME/edgellm/policy-state, else ~/.local/state/edgellm/policy-state; '-' = in memory only (rollback protection lost on restart)"
+const policyStateHelp = "policy state directory: with --policy-repo, repo-NAME/ holds the trusted TUF metadata and the last-good module (one process at a time); otherwise the rollback index rollback.json; default $XDG_STATE_HOME/edgellm/policy-state, else ~/.local/state/edgellm/policy-state; '-' = in memory only (rollback protection lost on restart; refused with --policy-repo)"
 
 // defaultPolicyStateDir is where the rollback index lives unless
 // --policy-state says otherwise.
@@ -44,6 +44,9 @@ func resolvePolicyStateDir(flag string) (string, error) {
 func parseExpires(s string, now time.Time) (time.Time, error) {
 	if strings.HasSuffix(s, "d") {
 		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n > 0 {
+			if n > 100*366 { // time.Duration overflows near 106,751 days
+				return time.Time{}, fmt.Errorf("--expires %q: more than 36,600 days", s)
+			}
 			return now.Add(time.Duration(n) * 24 * time.Hour), nil
 		}
 	}
@@ -71,6 +74,11 @@ func policyUpdateConfig(cfg policy.Config, o policyOptions) (policy.Config, erro
 			return cfg, fmt.Errorf("--policy-key: %w", err)
 		}
 		cfg = cfg.WithTrustDir(td)
+	}
+	if o.PolicyInsecure {
+		// Development loads (unsigned, loose modules) never move the
+		// persisted rollback floor that signed updates are held to.
+		return cfg.WithStateDir(""), nil
 	}
 	dir, err := resolvePolicyStateDir(o.PolicyState)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/edgellm/edgellm/host"
+	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -78,7 +79,7 @@ func runQuantize(c *cmdEnv, args []string) error {
 		},
 	})
 	if err != nil {
-		return err
+		return explainQuantizeError(err, in, ft.String())
 	}
 	outInfo, err := os.Stat(out)
 	if err != nil {
@@ -87,6 +88,32 @@ func runQuantize(c *cmdEnv, args []string) error {
 	c.Logf("quantized %s (%s) to %s: %s (%s, %.1f%%) in %s", in, quantizeMiB(inInfo.Size()), ft, out,
 		quantizeMiB(outInfo.Size()), 100*float64(outInfo.Size())/float64(max(inInfo.Size(), 1)), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// quantBlock is the row granularity of every quantized ggml type: legacy
+// types quantize rows in blocks of 32, k-quants in 256 (llama.cpp falls a
+// k-quant tensor whose rows are not a multiple of 256 back to a 32-block
+// type, and fails when its rows are not a multiple of 32 either).
+const quantBlock = 32
+
+// explainQuantizeError names the tensor and the rule behind llama.cpp's bare
+// "Unsupported tensor size encountered".
+func explainQuantizeError(err error, in, typ string) error {
+	if !strings.Contains(err.Error(), "Unsupported tensor size") {
+		return err
+	}
+	f, ferr := gguf.Open(in)
+	if ferr != nil {
+		return err
+	}
+	for _, t := range f.Tensors {
+		if len(t.Dims) >= 2 && t.Dims[0]%quantBlock != 0 {
+			return fmt.Errorf("cannot quantize %s to %s: tensor %s has rows of %d elements, and %s quantizes rows in blocks of %d "+
+				"(%d is not a multiple of %d): pad the model's rows (as shared/models/derived/stories260K-ff192 pads 172 to 192) or keep F16/F32",
+				in, typ, t.Name, t.Dims[0], typ, quantBlock, t.Dims[0], quantBlock)
+		}
+	}
+	return err
 }
 
 func quantizeMiB(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

@@ -79,3 +79,21 @@ func TestQuantizeCommandErrors(t *testing.T) {
 		t.Error("a failed quantize left its output")
 	}
 }
+
+// TestQuantizeRowsNotBlocks: rows that are not a multiple of the block
+// (stories260K's FFN of 172) fail with the tensor and the rule named, not
+// llama.cpp's bare "Unsupported tensor size encountered".
+func TestQuantizeRowsNotBlocks(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "o.gguf")
+	_, stderr, code := runCLI(t, "quantize", sharedtest.Stories260K(t), out, "q4_0")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	for _, w := range []string{"blk.0.ffn_down.weight", "rows of 172", "blocks of 32"} {
+		if code != 1 || !strings.Contains(last, w) {
+			t.Fatalf("exit %d, last line %q: want exit 1 and %q", code, last, w)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a failed quantize left its output")
+	}
+}

@@ -165,7 +165,7 @@ func runRun(c *cmdEnv, args []string) error {
 	if err := applyWindow(c, o.windowOptions, eng, sess, o.Ctx, o.policyOptions.enabled()); err != nil {
 		return err
 	}
-	prompt, err := runPrompt(c, eng.Vocab(), &o)
+	prompt, err := runPrompt(c, eng.Vocab(), &o, o.policyOptions.enabled() && eng.Capabilities().SlidingWindow)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func runRun(c *cmdEnv, args []string) error {
 	defer out.close()
 	out.stats.watchLayers(sess)
 	out.stats.watchSets(sess)
-	gen := host.GenerateOptions{NPredict: o.NPredict, Sampling: o.sampling, StopAtEOG: true, OnLogits: out.onLogits()}
+	gen := host.GenerateOptions{NPredict: o.NPredict, Sampling: o.sampling, OnLogits: out.onLogits()}
 	adapter, err := setStepHook(c, o, eng, sess, sc, &gen)
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func runRun(c *cmdEnv, args []string) error {
 		}
 	}
 	out.started = true
-	gen.Vocab, gen.Prompt, gen.Emit = eng.Vocab(), prompt, out.emit
+	gen.Prompt, gen.Emit = prompt, out.emit
 	if o.Draft != "" {
 		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, gen))
 	}

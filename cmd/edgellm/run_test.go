@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -178,5 +179,53 @@ func TestRunLayerSets(t *testing.T) {
 	_, errs, code = runCLI(t, "run", "-m", q8, "--layer-sets", filepath.Join(d, "stories260K-first4layers.gguf"), "-n", "4", "--threads", "1")
 	if code != 1 || !strings.Contains(errs, "first4layers") {
 		t.Fatalf("mismatched set accepted: exit %d %s", code, errs)
+	}
+}
+
+// TestRunDecisionLog (#32 point 7): run --decision-log writes the file that
+// `policy log` reads, with the tier changes the thermal ramp causes; the
+// flag without a policy is a usage error.
+func TestRunDecisionLog(t *testing.T) {
+	d := sharedtest.Path(t, "models/derived")
+	tiers := filepath.Join(d, "stories260K-ff192-Q8_0.gguf") + "," + filepath.Join(d, "stories260K-ff192-Q4_0.gguf")
+	wasm := buildPolicy(t, "default")
+	log := filepath.Join(t.TempDir(), "decisions.jsonl")
+	_, errs, code := runCLI(t, "run", "--tiers", tiers, "--policy", wasm, "--policy-insecure",
+		"--sensors", "trace:../../testdata/traces/thermal_ramp.jsonl", "--trace-step-ms", "50",
+		"-n", "100", "--temp", "0", "--threads", "1", "--decision-log", log)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	out, errs, code := runCLI(t, "policy", "log", log)
+	if code != 0 || !strings.Contains(out, "change") {
+		t.Fatalf("policy log: exit %d, stdout %q, stderr %q; want the logged changes", code, out, errs)
+	}
+	_, errs, code = runCLI(t, "run", "--tiers", tiers, "-n", "4", "--decision-log", log)
+	if code != 2 || !strings.Contains(errs, "--decision-log") {
+		t.Fatalf("--decision-log without a policy: exit %d, %q", code, errs)
+	}
+}
+
+// TestRunThreadsCap: an explicit --threads is a cap the policy may lower
+// but not raise past (#32: the default policy raised an explicit
+// --threads 1 to 2). The test policy asks for 64 threads at every step.
+func TestRunThreadsCap(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: no policy can raise past one thread here")
+	}
+	wasm := filepath.Join(t.TempDir(), "morethreads.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "./testdata/morethreads")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build test policy: %v\n%s", err, b)
+	}
+	model := sharedtest.Stories260K(t)
+	_, errs, code := runCLI(t, "run", "-m", model, "--policy", wasm, "--policy-insecure", "-n", "8", "--temp", "0", "--threads", "1")
+	if code != 0 || strings.Contains(errs, "threads 1→") {
+		t.Fatalf("--threads 1: exit %d; the policy raised threads past it:\n%s", code, errs)
+	}
+	t.Setenv("EDGELLM_THREADS", "1") // the environment is as explicit as the flag
+	if _, errs, _ = runCLI(t, "run", "-m", model, "--policy", wasm, "--policy-insecure", "-n", "8", "--temp", "0"); strings.Contains(errs, "threads 1→") {
+		t.Fatalf("EDGELLM_THREADS=1: the policy raised threads past it:\n%s", errs)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host"
 	"github.com/spf13/pflag"
 )
@@ -36,9 +37,9 @@ func parseSpecK(c *cmdEnv, v string) (int, bool, error) {
 	if err != nil || k < 0 {
 		return 0, false, usagef("--spec-k %q: want a number of draft tokens or auto", v)
 	}
-	if k > host.MaxDraftK {
-		c.Logf("--spec-k %d is above the maximum %d: using %d", k, host.MaxDraftK, host.MaxDraftK)
-		k = host.MaxDraftK
+	if k > abi.MaxSpecK {
+		c.Logf("--spec-k %d is above the maximum %d: using %d", k, abi.MaxSpecK, abi.MaxSpecK)
+		k = abi.MaxSpecK
 	}
 	return k, false, nil
 }

@@ -57,9 +57,16 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, Notices: c.Stderr})
+	if rl != 0 && o.Engine == "llamacpp" {
+		return nil, "", usagef("--repack-layers %s: only the native engine repacks some layers (llama.cpp repacks all or nothing): drop it or use --engine native", o.RepackLayers)
+	}
+	wn, err := parseWillNeed(o.WillNeed)
 	if err != nil {
 		return nil, "", err
+	}
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, WillNeedLayers: wn, Notices: c.Stderr})
+	if err != nil {
+		return nil, "", cliLoadError(err)
 	}
 	info := eng.Info()
 	if o.Ctx, err = fitCtx(c, o.Ctx, info.NCtxTrain); err != nil {
@@ -77,8 +84,12 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 }
 
 // runPrompt tokenizes -p (BOS alone without it), shrinks a default -n to
-// what fits and checks that the prompt and -n fit --ctx.
-func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions) ([]int32, error) {
+// what fits and checks that the prompt and -n fit --ctx. With --window the
+// KV ring shifts the context (anchors plus the most recent tokens), so -n
+// may run past --ctx; with a policy on an engine with a sliding window
+// (policyWindow) an explicit -n may too, and generation stops at --ctx
+// with "context full" unless the policy has set a window by then.
+func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions, policyWindow bool) ([]int32, error) {
 	prompt := []int32{vocab.BOS()}
 	if o.Prompt != "" {
 		var err error
@@ -86,8 +97,15 @@ func runPrompt(c *cmdEnv, vocab host.Vocab, o *runOptions) ([]int32, error) {
 			return nil, fmt.Errorf("tokenize prompt: %w", err)
 		}
 	}
+	if o.Window > 0 {
+		return prompt, nil // context shift (windowflags.go)
+	}
 	o.NPredict = fitNPredict(c, o.NPredict, len(prompt), o.Ctx)
 	if len(prompt)+o.NPredict > o.Ctx {
+		if policyWindow && len(prompt) <= o.Ctx {
+			c.Logf("-n %d past --ctx %d: generation goes on past position %d only under a KV window set by the policy", o.NPredict, o.Ctx, o.Ctx)
+			return prompt, nil
+		}
 		return nil, usagef("prompt of %d tokens + %d to generate exceed --ctx %d", len(prompt), o.NPredict, o.Ctx)
 	}
 	return prompt, nil
@@ -168,11 +186,20 @@ func (r *runOutputs) finish(st host.Stats, err error) error {
 	if cerr := r.logits.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("--logits-out: %w", cerr)
 	}
+	r.logits = nil
+	if cerr := r.stats.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	r.stats = nil
 	fmt.Fprintln(r.out)
-	r.out.Flush()
+	if ferr := r.out.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("writing the text: %w", ferr)
+	}
 	return err
 }
 
+// close releases what finish did not (a run that failed before or during
+// generation).
 func (r *runOutputs) close() {
 	r.logits.Close()
 	if r.started {
@@ -191,6 +218,9 @@ func (r *runOutputs) close() {
 // the --swap-at plan's.
 func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc host.SessionConfig, gen *host.GenerateOptions) (*host.Adapter, error) {
 	plan := o.plan
+	if o.DecisionLog != "" && !o.policyOptions.enabled() {
+		return nil, usagef("--decision-log %s: there is no policy to log (--policy, --policy-inbox or --policy-repo)", o.DecisionLog)
+	}
 	if o.policyOptions.enabled() {
 		if len(plan.at) > 0 {
 			return nil, usagef("--policy and --swap-at both choose tiers: use one")
@@ -240,7 +270,7 @@ func setStepHook(c *cmdEnv, o runOptions, eng host.Engine, sess host.Session, sc
 // --layer-sets) the sets no session uses wait until one does.
 func describeRepack(info host.ModelInfo) string {
 	if info.RepackTensors == 0 {
-		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only Q4_0, IQ4_NL and Q4_K matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType)
+		return fmt.Sprintf("repack: nothing to repack in this model (%s: ggml repacks only %s matrices with rows in multiples of 8 on this CPU); weights stay mapped", info.FileType, strings.Join(host.RepackTypes(), ", "))
 	}
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
 	var s string

@@ -122,7 +122,21 @@ func LoadSettings(fs *pflag.FlagSet, environ []string) (*Settings, error) {
 		}
 	}
 
-	// 3. the environment.
+	// 3. the environment. Keys are long flag names: EDGELLM_N for -n would
+	// be silently ignored, so it is an error naming the key to use.
+	var shortErr error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Shorthand == "" || shortErr != nil || fs.Lookup(f.Shorthand) != nil {
+			return
+		}
+		if _, ok := lookupEnvOK(environ, envName(f.Shorthand)); ok {
+			shortErr = fmt.Errorf("environment %s: keys are long flag names: use %s (-%s is --%s)",
+				envName(f.Shorthand), envName(f.Name), f.Shorthand, f.Name)
+		}
+	})
+	if shortErr != nil {
+		return nil, shortErr
+	}
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name == configFlag {
 			return

@@ -13,7 +13,7 @@ import (
 // (window, anchors, per-layer windows), for users who run without one.
 
 func addWindowFlags(fs *pflag.FlagSet) {
-	fs.Int("window", 0, "keep only the most recent N positions of the KV cache plus --anchors (0 = the whole context; native engine)")
+	fs.Int("window", 0, "keep only the most recent N positions of the KV cache plus --anchors; generation may then run past --ctx (0 = the whole context; native engine)")
 	fs.Int("anchors", 0, "with --window: keep the first A positions too (attention sinks)")
 	fs.String("layer-windows", "", "with --window: one window per layer, comma-separated (each 1..--window)")
 }

@@ -6,10 +6,6 @@ import (
 	"github.com/edgellm/edgellm/abi"
 )
 
-// MaxDraftK is the largest number of draft tokens per round of speculative
-// decoding (the ABI's MaxSpecK).
-const MaxDraftK = abi.MaxSpecK
-
 // DraftStats count what speculative decoding did (host.Draft.Stats; the
 // native engine's Speculator keeps them).
 type DraftStats struct {
@@ -19,7 +15,7 @@ type DraftStats struct {
 	Accepted   int // draft tokens accepted
 	Emitted    int // tokens emitted (accepted + corrections + bonus + plain)
 	// DraftedAt[i] and AcceptedAt[i] count draft position i (0-based).
-	DraftedAt, AcceptedAt [MaxDraftK]int
+	DraftedAt, AcceptedAt [abi.MaxSpecK]int
 	DraftSteps            int // draft forward passes
 	DraftTime             time.Duration
 	VerifyTime            time.Duration // verify batches and plain steps

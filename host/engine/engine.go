@@ -52,6 +52,12 @@ type Session interface {
 	Len() int
 	// Truncate drops positions [n, Len()): rollback of rejected draft tokens.
 	Truncate(n int) error
+	// Engine is the engine the session was created from: its Vocab and
+	// Info.
+	Engine() Engine
+	// Config is the configuration the session was created with, resolved
+	// (SessionConfig.Resolve; Threads as the engine chose it).
+	Config() SessionConfig
 	// Close releases the session's KV cache.
 	Close() error
 }
@@ -142,13 +148,43 @@ func ParseKVType(s string) (KVType, error) {
 
 // SessionConfig configures a Session.
 type SessionConfig struct {
-	NCtx    int    // context length in tokens; 0 = 2048 capped by the model
-	NBatch  int    // max tokens per Decode; 0 = 512
+	NCtx    int    // context length in tokens; 0 = DefaultNCtx capped by the model
+	NBatch  int    // max tokens per Decode; 0 = DefaultNBatch
 	Threads int    // 0 = all cores
 	KVType  KVType // "" = f16
 	// Attention selects the attention kernel; the zero value lets the
 	// engine choose.
 	Attention Attention
+}
+
+// DefaultNCtx is the context length of a session that asks for none,
+// capped by the model's training context (SessionConfig.Resolve).
+const DefaultNCtx = 2048
+
+// DefaultNBatch is the largest Decode batch of a session that asks for
+// none, capped by its context.
+const DefaultNBatch = 512
+
+// Resolve fills the defaults of c for a model trained on nCtxTrain
+// positions: NCtx 0 is min(DefaultNCtx, nCtxTrain), NBatch 0 is
+// DefaultNBatch (either capped by NCtx), KVType "" is f16. Threads 0 stays
+// 0: each engine picks its thread count. Both engines and host resolve
+// with this one function.
+func (c SessionConfig) Resolve(nCtxTrain int) SessionConfig {
+	if c.NCtx <= 0 {
+		c.NCtx = DefaultNCtx
+		if nCtxTrain > 0 {
+			c.NCtx = min(DefaultNCtx, nCtxTrain)
+		}
+	}
+	if c.NBatch <= 0 {
+		c.NBatch = DefaultNBatch
+	}
+	c.NBatch = min(c.NBatch, c.NCtx)
+	if c.KVType == "" {
+		c.KVType = KVF16
+	}
+	return c
 }
 
 // Attention selects how a session computes attention.

@@ -141,7 +141,11 @@ func readBundleTarGz(path string, size int64, lim BundleLimits) (map[string][]by
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		return nil, loadErrorf(path, ErrBundleTruncated, "gzip: %v", err)
+		msg := err.Error() // gzip's own errors already say "gzip: "
+		if !strings.HasPrefix(msg, "gzip: ") {
+			msg = "gzip: " + msg
+		}
+		return nil, loadErrorf(path, ErrBundleTruncated, "%s", msg)
 	}
 	// Count every decompressed byte, headers and padding included.
 	budget := &countingReader{r: zr, left: lim.MaxTotalBytes + 64<<10}

@@ -260,3 +260,14 @@ func FuzzReadBundle(f *testing.F) {
 		}
 	})
 }
+
+// TestGzipErrorNoStutter: a bad gzip header says "gzip: invalid header",
+// not "gzip: gzip: invalid header" (issue #27).
+func TestGzipErrorNoStutter(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "b.tar.gz")
+	os.WriteFile(p, []byte{0x1f, 0x8b, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0o644)
+	_, err := ReadBundle(p, BundleLimits{MaxFileBytes: 1 << 20, MaxTotalBytes: 1 << 20, MaxEntries: 8})
+	if err == nil || strings.Contains(err.Error(), "gzip: gzip:") || !strings.Contains(err.Error(), "gzip: ") {
+		t.Fatalf("bad gzip header: %v", err)
+	}
+}

@@ -8,16 +8,12 @@ import (
 	"github.com/edgellm/edgellm/abi"
 )
 
-// MaxSpecK is the largest speculation length any engine accepts (the ABI's:
-// the Sensors arrays of speculation statistics have one slot per position).
-const MaxSpecK = abi.MaxSpecK
-
 // Limits is what the engine can do. Decisions are validated against it and
 // clamped into it; see RATIONALE.md for the rules.
 type Limits struct {
 	NTiers     int          // tiers available, ≥ 1 (tier 0 = highest precision)
 	NLayers    int          // model layers, 1..abi.MaxLayers
-	MaxK       int          // largest speculation K, 0..MaxSpecK (0: no speculation)
+	MaxK       int          // largest speculation K, 0..abi.MaxSpecK (0: no speculation)
 	MaxWindow  int          // context length in tokens: the largest KV window
 	KVTypes    []abi.KVType // KV types the engine can switch to (empty: none)
 	MaxThreads int          // largest thread count, ≥ 1
@@ -34,7 +30,7 @@ type Limits struct {
 // a 2048-token context, every KV type, all CPUs.
 func DefaultLimits() Limits {
 	return Limits{
-		NTiers: 1, NLayers: abi.MaxLayers, MaxK: MaxSpecK, MaxWindow: 2048,
+		NTiers: 1, NLayers: abi.MaxLayers, MaxK: abi.MaxSpecK, MaxWindow: 2048,
 		KVTypes:    []abi.KVType{abi.KVF16, abi.KVF32, abi.KVQ8_0, abi.KVQ4_0},
 		MaxThreads: runtime.NumCPU(), MaxCadence: 1024,
 	}
@@ -46,8 +42,8 @@ func (l Limits) validate() error {
 		return configErrorf("limits: NTiers %d must be at least 1", l.NTiers)
 	case l.NLayers < 1 || l.NLayers > abi.MaxLayers:
 		return configErrorf("limits: NLayers %d out of range [1, %d]", l.NLayers, abi.MaxLayers)
-	case l.MaxK < 0 || l.MaxK > MaxSpecK:
-		return configErrorf("limits: MaxK %d out of range [0, %d]", l.MaxK, MaxSpecK)
+	case l.MaxK < 0 || l.MaxK > abi.MaxSpecK:
+		return configErrorf("limits: MaxK %d out of range [0, %d]", l.MaxK, abi.MaxSpecK)
 	case l.MaxWindow < 1:
 		return configErrorf("limits: MaxWindow %d must be positive", l.MaxWindow)
 	case l.MaxThreads < 1:

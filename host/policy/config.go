@@ -152,6 +152,9 @@ func (c Config) WithReloadDebounce(d time.Duration) Config { c.debounce = d; ret
 // WithDecisionLog enables the JSONL decision log.
 func (c Config) WithDecisionLog(l DecisionLogConfig) Config { c.declog = l; return c }
 
+// DecisionLog returns the decision log's configuration.
+func (c Config) DecisionLog() DecisionLogConfig { return c.declog }
+
 // WithEventQueue sets the capacity of the queue between Decide and the
 // goroutine that logs; events beyond it are dropped and counted.
 func (c Config) WithEventQueue(n int) Config { c.queue = n; return c }

@@ -198,11 +198,21 @@ func (in *Inbox) Scan(ctx context.Context) {
 			r.log.Warn("policy: inbox entry is a symlink, ignored (rename bundles in)", "path", path)
 			continue
 		}
+		if !info.IsDir() && !info.Mode().IsRegular() {
+			// A FIFO, device or socket: opening it could block the scan
+			// (a FIFO with no writer) or read without end.
+			in.ignored.Add(1)
+			r.log.Warn("policy: inbox entry is not a regular file or directory, ignored", "path", path, "type", info.Mode().Type().String())
+			continue
+		}
 		b, err := in.read(path)
 		if err != nil {
 			in.refuse(path, err)
 			continue
 		}
+		// Keep only what ranks it: a scan holds one module at a time,
+		// however many bundles arrived (the chosen one is read again).
+		b.Wasm = nil
 		cands = append(cands, inboxCandidate{path, b})
 	}
 	for name := range in.seen {
@@ -220,7 +230,12 @@ func (in *Inbox) Scan(ctx context.Context) {
 			r.log.Info("policy: inbox bundle superseded by a newer one, not loaded", "path", c.path, "revision", c.b.Manifest.Revision)
 			continue
 		}
-		if err := r.install(ctx, c.path, c.b.Wasm, &c.b.Manifest); err != nil {
+		b, err := in.read(c.path)
+		if err != nil {
+			in.refuse(c.path, err)
+			continue
+		}
+		if err := r.install(ctx, c.path, b.Wasm, &b.Manifest); err != nil {
 			r.c.loadErrors.Add(1)
 			in.refuse(c.path, err)
 			continue

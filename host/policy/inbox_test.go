@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -277,5 +278,38 @@ func TestInboxIgnoresInProgressAndSymlinks(t *testing.T) {
 	waitFor(t, 10*time.Second, "revision 6", func() bool { return r.Revision() == 6 })
 	if _, err := r.WatchInbox(ctx, filepath.Join(inbox, "missing")); err == nil {
 		t.Fatal("inbox on a missing directory")
+	}
+}
+
+// TestInboxFIFONeverBlocks: a FIFO named like a bundle (issue #27: it
+// wedged the host) is ignored without being opened; a good bundle in the
+// same scan still loads.
+func TestInboxFIFONeverBlocks(t *testing.T) {
+	s := newSigner(t)
+	r := newRuntime(t, testConfig().WithInsecure(false).WithTrustedKey(s.pub).WithReloadDebounce(time.Millisecond))
+	inbox := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(inbox, "x.tar.gz"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	signBundle(t, "good_a", Manifest{Name: "p", Revision: 3}, s.priv, filepath.Join(inbox, "b3.tar.gz"))
+	done := make(chan *Inbox, 1)
+	go func() {
+		in, err := r.WatchInbox(context.Background(), inbox)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- in
+	}()
+	select {
+	case in := <-done:
+		if in == nil {
+			return
+		}
+		defer in.Close()
+		if r.Revision() != 3 || in.Stats().Ignored != 1 {
+			t.Fatalf("revision %d, stats %+v; want 3 and the FIFO ignored", r.Revision(), in.Stats())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a FIFO in the inbox blocked the scan")
 	}
 }

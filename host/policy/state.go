@@ -90,6 +90,11 @@ func (x *RollbackIndex) reload() {
 }
 
 func readRollbackFile(path string) (map[string]int64, error) {
+	// A symlink (even a dangling one) or a FIFO in its place is not a
+	// first boot.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]int64{}, nil // first boot
@@ -158,12 +163,34 @@ func (x *RollbackIndex) Record(path, name string, rev int64) error {
 	for k, v := range x.revs {
 		next[k] = v
 	}
-	next[name] = rev
 	if x.path != "" {
+		// Another process may share the directory: under an exclusive
+		// lock, merge what is on disk (the highest revision of each name
+		// wins), so the index never moves backwards.
+		unlock, err := lockFile(x.path + ".lock")
+		if err != nil {
+			return loadErrorf(path, ErrRollbackState, "cannot lock %s: %v", x.path, err)
+		}
+		defer unlock()
+		disk, err := readRollbackFile(x.path)
+		if err != nil {
+			return loadErrorf(path, ErrRollbackState, "cannot record revision %d in %s: %v", rev, x.path, err)
+		}
+		for k, v := range disk {
+			if v > next[k] {
+				next[k] = v
+			}
+		}
+		if rev <= next[name] {
+			x.revs = next
+			return loadErrorf(path, ErrOldRevision, "policy %q revision %d is not newer than revision %d, the newest accepted (recorded in %s, by another process)", name, rev, next[name], x.path)
+		}
+		next[name] = rev
 		if err := writeRollbackFile(x.path, next); err != nil {
 			return loadErrorf(path, ErrRollbackState, "cannot record revision %d in %s: %v", rev, x.path, err)
 		}
 	}
+	next[name] = rev
 	x.revs = next
 	return nil
 }

@@ -69,9 +69,10 @@ func TestRollbackIndexSurvivesRestart(t *testing.T) {
 	if err := r.LoadFile(ctx, o1); err != nil {
 		t.Fatalf("first revision of another policy: %v", err)
 	}
-	// No temporary files are left behind.
+	// No temporary files are left behind (the lock file stays: it is
+	// what two processes lock).
 	ents, _ := os.ReadDir(state)
-	if len(ents) != 1 || ents[0].Name() != RollbackFile {
+	if len(ents) != 2 || ents[0].Name() != RollbackFile || ents[1].Name() != RollbackFile+".lock" {
 		t.Fatalf("state dir holds %v", ents)
 	}
 }
@@ -150,5 +151,52 @@ func TestRollbackIndexWriteFailureRefuses(t *testing.T) {
 	err := r.LoadFile(ctx, b)
 	if !errors.Is(err, ErrRollbackState) || !strings.Contains(err.Error(), "cannot record revision 5") || r.Revision() != 0 {
 		t.Fatalf("load with an unwritable index: %v (revision %d)", err, r.Revision())
+	}
+}
+
+// TestRollbackIndexTwoProcesses: two indexes on one directory (as two
+// processes have) never move it backwards (issue #27: 5 -> 3, then 4
+// accepted); different names are merged.
+func TestRollbackIndexTwoProcesses(t *testing.T) {
+	dir := t.TempDir()
+	a, err := OpenRollbackIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenRollbackIndex(dir) // opened before a records anything
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record("a", "fleet", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Record("b", "fleet", 3); !errors.Is(err, ErrOldRevision) {
+		t.Fatalf("revision 3 after another process recorded 5: %v", err)
+	}
+	if err := b.Record("b", "other", 1); err != nil {
+		t.Fatal(err)
+	}
+	revs, err := readRollbackFile(filepath.Join(dir, RollbackFile))
+	if err != nil || revs["fleet"] != 5 || revs["other"] != 1 {
+		t.Fatalf("on disk: %v %v, want fleet 5 and other 1", revs, err)
+	}
+	if err := b.Check("b", "fleet", 4); err == nil {
+		if err := b.Record("b", "fleet", 4); !errors.Is(err, ErrOldRevision) {
+			t.Fatalf("revision 4 after 5: %v", err)
+		}
+	}
+}
+
+// TestRollbackIndexDanglingSymlink: a dangling symlink in place of the
+// index is an unusable index, not a first boot.
+func TestRollbackIndexDanglingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, RollbackFile))
+	x, err := OpenRollbackIndex(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Check("b", "fleet", 1); !errors.Is(err, ErrRollbackState) {
+		t.Fatalf("dangling symlink: want ErrRollbackState, got %v", err)
 	}
 }

@@ -60,13 +60,7 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 	if _, err := engine.ParseKVType(string(kvType(cfg.KVType))); err != nil {
 		return nil, err
 	}
-	if cfg.NCtx == 0 {
-		cfg.NCtx = min(2048, e.info.NCtxTrain)
-	}
-	if cfg.NBatch == 0 {
-		cfg.NBatch = 512
-	}
-	cfg.NBatch = min(cfg.NBatch, cfg.NCtx)
+	cfg = cfg.Resolve(e.info.NCtxTrain)
 	ctx, err := kernels.NewContext(e.model, contextParams(cfg))
 	if err != nil {
 		return nil, err
@@ -88,6 +82,9 @@ func (s *Session) StateBytes() (int, error) { return s.ctx.StateSeqSize(0) }
 
 // Config returns the session's configuration (with defaults filled in).
 func (s *Session) Config() engine.SessionConfig { return s.cfg }
+
+// Engine is the engine the session was created from.
+func (s *Session) Engine() engine.Engine { return s.e }
 
 // Decode evaluates tokens at positions [Len(), Len()+len(tokens)). Batches
 // larger than n_batch are split for LogitsLast; LogitsAll must fit one batch.

@@ -24,7 +24,9 @@
 // The KV cache can be a ring with anchor positions (ring.go:
 // Session.SetWindow), with a window per layer (Session.SetLayerWindows):
 // layers sharing a window share a ring, and a layer's slots past its ring
-// are released.
+// are released. Under a window a session decodes past its context (context
+// shift: the anchors and the most recent tokens), positions keeping their
+// absolute values.
 // RATIONALE.md explains the non-obvious choices.
 //
 // An Engine and its Sessions are for one goroutine at a time. Close Sessions

@@ -112,7 +112,7 @@ func (s *Session) newDrafter(spec DraftSpec) (drafter, error) {
 			}
 		}
 		if set < 0 {
-			return nil, fmt.Errorf("native: draft self:%s: no %s weight set loaded (sets: %s; add one with --layer-sets)",
+			return nil, fmt.Errorf("native: draft self:%s: no %s weight set loaded (sets: %s; add one with Options.ExtraSets)",
 				spec.Type, spec.Type, strings.Join(have, ", "))
 		}
 		return s.newPassDrafter(&pass{set: set, self: true})

@@ -28,13 +28,8 @@ func LoadDraft(path string, target *Engine) (*Engine, error) {
 		return nil, fmt.Errorf("native: draft %s has a vocabulary of %d tokens, the target %s has %d: a draft needs the target's vocabulary",
 			path, h.cfg.NVocab, target.w.Path, tc.NVocab)
 	}
-	const key = "tokenizer.ggml.tokens"
-	na, _ := target.w.File.GetArrayLen(key)
-	nb, _ := h.f.GetArrayLen(key)
-	ma, _ := target.w.File.GetString("tokenizer.ggml.model")
-	mb, _ := h.f.GetString("tokenizer.ggml.model")
-	if na != nb || ma != mb {
-		return nil, fmt.Errorf("native: draft %s: tokenizer %q with %d tokens, the target %s has %q with %d", path, mb, nb, target.w.Path, ma, na)
+	if err := sameVocab(target.w.File, h.f); err != nil {
+		return nil, fmt.Errorf("native: draft %s does not tokenize as the target %s: %w", path, target.w.Path, err)
 	}
 	o := target.opts
 	o.NoVocab, o.ExtraSets = true, nil

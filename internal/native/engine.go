@@ -20,8 +20,9 @@ type Options struct {
 	StrictCPU bool
 	// Poll is the threadpool's busy-wait level between graphs (0-100).
 	Poll int
-	// WillNeedLayers is how many leading layers get MADV_WILLNEED at load
-	// (-1 = all). The zero value means 2.
+	// WillNeedLayers is how many leading layers (and the output head) get
+	// MADV_WILLNEED at load: WillNeedAll, WillNeedNone or a count. The zero
+	// value means 2.
 	WillNeedLayers int
 	// Advice is the access advice for the weight mapping ("" = normal).
 	Advice Advice
@@ -72,7 +73,7 @@ type Options struct {
 }
 
 // RepackNone as Options.RepackLayers repacks nothing at load.
-const RepackNone = -1
+const RepackNone = engine.RepackNone
 
 // LoadReport describes what Load did.
 type LoadReport struct {
@@ -131,6 +132,12 @@ type Engine struct {
 }
 
 var _ engine.Engine = (*Engine)(nil)
+
+// Options.WillNeedLayers values besides a count.
+const (
+	WillNeedAll  = engine.WillNeedAll  // every layer
+	WillNeedNone = engine.WillNeedNone // nothing: every page faults in on first use
+)
 
 // Load maps the model at path and validates it for the llama graph.
 func Load(path string, opts Options) (*Engine, error) {

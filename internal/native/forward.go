@@ -83,6 +83,19 @@ type graph struct {
 	layerStart int
 }
 
+// ringUsed reports which rings the first nLayers layers use.
+func (g *graph) ringUsed(nLayers int) [maxRings]bool {
+	var used [maxRings]bool
+	if g.ringOf == nil {
+		used[0] = true
+		return used
+	}
+	for _, r := range g.ringOf[:min(nLayers, len(g.ringOf))] {
+		used[r] = true
+	}
+	return used
+}
+
 // graphNodes bounds the nodes (and tensors) of one graph.
 func graphNodes(nLayer int) int { return 64*nLayer + 128 }
 
@@ -118,13 +131,13 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	}
 	g.tokens = input(kernels.GGMLTypeI32, "inp_tokens", nTok)
 	g.pos = input(kernels.GGMLTypeI32, "inp_pos", nTok)
-	nRings := 1
-	for _, r := range g.ringOf {
-		nRings = max(nRings, int(r)+1)
-	}
+	// Inputs only for the rings this graph's layers use: a skip:N draft
+	// pass runs the first N layers, and a ring of deeper layers only would
+	// be an input outside the graph, never allocated (ringUsed).
+	used := g.ringUsed(len(layers))
 	for r := range maxRings {
 		g.slots[r], g.mask[r], g.maskSWA[r] = kernels.Tensor{}, kernels.Tensor{}, kernels.Tensor{}
-		if r >= nRings {
+		if !used[r] {
 			continue
 		}
 		sfx := ""
@@ -151,7 +164,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		return err
 	}
 	g.g = gr
-	for r := range nRings {
+	for r := range maxRings {
 		if !g.maskSWA[r].Nil() {
 			// Both masks of a ring are filled every step: keep both in the
 			// graph (allocated) even when only sliding or only global

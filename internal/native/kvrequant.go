@@ -46,7 +46,13 @@ const kvRequantChunk = 64
 // attends over it with the new type (one graph rebuild). A refused type
 // (not requantizable, too large for the arena, an arena shared with a
 // draft model) changes nothing.
-func (s *Session) SetKVType(typ engine.KVType) (KVRequantReport, error) {
+func (s *Session) SetKVType(typ engine.KVType) (engine.KVChange, error) {
+	r, err := s.setKVType(typ)
+	return engine.KVChange{From: engine.KVType(r.From.String()), To: engine.KVType(r.To.String()), Changed: r.Changed,
+		Rows: r.Rows, Released: r.Released, Convert: r.Convert, Release: r.ReleaseDur}, err
+}
+
+func (s *Session) setKVType(typ engine.KVType) (KVRequantReport, error) {
 	if s.kv == nil {
 		return KVRequantReport{}, ErrClosed
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/kernels"
 )
@@ -281,25 +282,10 @@ func (w *Weights) startCold(k int) {
 }
 
 // RepackState is how much of a model's repacked weights is in use.
-type RepackState struct {
-	// Layers is the units using their repacked copy (layers from 0 up, the
-	// output head counting as one more after the last layer); MaxLayers
-	// how many units there are (0 when the weights were loaded without
-	// repacking or nothing was eligible).
-	Layers, MaxLayers int
-	// Bytes is the repacked tensor bytes in use (anonymous memory);
-	// MaxBytes the same with every unit repacked.
-	Bytes, MaxBytes int64
-}
+type RepackState = engine.RepackState
 
-// RepackChange is what one SetRepackLayers call did.
-type RepackChange struct {
-	From, To           int   // units repacked before and after
-	Released, Restored int   // units given back, units repacked again
-	ReleasedBytes      int64 // tensor bytes whose pages were given back
-	RestoredBytes      int64 // tensor bytes repacked again
-	Time               time.Duration
-}
+// RepackChange is what one SetRepackLayers call did (the contract's type).
+type RepackChange = engine.RepackChange
 
 // RepackState says how much of w's repacked weights is in use: Layers is
 // the count asked for (SetRepackLayers, or the load's), whether or not
@@ -424,7 +410,7 @@ func (e *Engine) SetRepackLayers(k int) (RepackChange, error) {
 	t0 := time.Now()
 	for _, w := range e.sets {
 		wc, err := w.SetRepackLayers(k)
-		c.add(wc)
+		addRepackChange(&c, wc)
 		if wc.Released+wc.Restored > 0 {
 			e.repackGen++
 		}
@@ -437,8 +423,9 @@ func (e *Engine) SetRepackLayers(k int) (RepackChange, error) {
 	return c, nil
 }
 
-// add counts what another change released and repacked again.
-func (c *RepackChange) add(o RepackChange) {
+// addRepackChange counts in c what another change released and repacked
+// again.
+func addRepackChange(c *RepackChange, o RepackChange) {
 	c.Released += o.Released
 	c.Restored += o.Restored
 	c.ReleasedBytes += o.ReleasedBytes

@@ -268,32 +268,3 @@ func topGap(l []float32) float64 {
 	}
 	return a - b
 }
-
-// TestParityRepacked: repacked native against repacked llama.cpp
-// (use_extra_bufts), like with like: both engines put the same matrices in
-// CPU_REPACK (llama.cpp's buffer-type test, kernels.RepackEligible) and run
-// the same kernels, so the bound is the unrepacked parity tests' (they
-// measure Δlogit 0).
-func TestParityRepacked(t *testing.T) {
-	requireRepack(t)
-	for _, tc := range repackModels {
-		t.Run(tc.name, func(t *testing.T) {
-			path := synthModel(t, tc.sh, gguf.Q4_0)
-			r, err := Parity(path, ParityOptions{N: 48, Threads: tc.threads, KVType: engine.KVF16, Attention: engine.AttentionFlash, Repack: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("SYNTHETIC %s Q4_0 repacked, %d threads: top1 %.4f max|Δlogit| %.3g KL mean %.3g", tc.sh.Name, tc.threads,
-				r.Top1Agreement, r.MaxAbsLogitDiff, r.KLMean)
-			if !r.Repack {
-				t.Error("result not marked repacked")
-			}
-			if r.Top1Agreement != 1 {
-				t.Errorf("top-1 agreement %.4f, want 1", r.Top1Agreement)
-			}
-			if r.MaxAbsLogitDiff > 1e-3 {
-				t.Errorf("max |Δlogit| %.3g > 1e-3", r.MaxAbsLogitDiff)
-			}
-		})
-	}
-}

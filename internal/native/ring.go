@@ -118,8 +118,10 @@ func (s *Session) ringInUse() bool {
 // stops at the context size; anchors are left as they are). Both may change
 // between steps: shrinking the window hides older positions at once and
 // releases the slots past the new ring; anchors can only be set while
-// Len() ≤ anchors. Positions keep their original values (no K re-rotation):
-// see RATIONALE.md. It is SetLayerWindows with every layer's window equal.
+// Len() ≤ anchors or while no window is in force (positions are then at
+// slot = position, the anchors' slots). Positions keep their original
+// values (no K re-rotation), past the context too: see RATIONALE.md. It is
+// SetLayerWindows with every layer's window equal.
 func (s *Session) SetWindow(anchors, window int) error {
 	if s.kv == nil {
 		return ErrClosed
@@ -231,8 +233,11 @@ func mergeWindows(windows []int) []int {
 
 // setWindows applies validated per-layer windows (all ≥ 1).
 func (s *Session) setWindows(anchors int, windows []int) error {
-	if anchors != s.anchors && s.n > min(anchors, s.anchors) {
-		return fmt.Errorf("native: anchors can change only before they are filled (Len %d)", s.n)
+	// Without a window every position is at slot = position, so the first
+	// anchors are where anchors live whatever the length: a window set
+	// mid-generation (a policy's decision) may bring its anchors.
+	if anchors != s.anchors && s.n > min(anchors, s.anchors) && s.rings[0].window > 0 {
+		return fmt.Errorf("native: anchors can change only before they are filled or while there is no window (Len %d)", s.n)
 	}
 	for il, w := range windows {
 		if anchors+w+1 > s.nCtx {

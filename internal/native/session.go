@@ -19,6 +19,7 @@ const defaultKVPad = 256
 // Not safe for concurrent use. Close it before its Engine.
 type Session struct {
 	eng    *Engine
+	sc     engine.SessionConfig // as created, resolved (Config)
 	cfg    *Config
 	nCtx   int
 	nBatch int
@@ -87,17 +88,11 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 		return nil, ErrClosed
 	}
 	cfg := &e.w.Config
+	sc = sc.Resolve(cfg.NCtxTrain)
 	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
-	if s.nCtx <= 0 {
-		s.nCtx = min(2048, cfg.NCtxTrain)
-	}
 	if s.nCtx > cfg.NCtxTrain {
 		return nil, fmt.Errorf("native: context %d exceeds the model's training context %d", s.nCtx, cfg.NCtxTrain)
 	}
-	if s.nBatch <= 0 {
-		s.nBatch = 512
-	}
-	s.nBatch = min(s.nBatch, s.nCtx)
 	typ, err := kvGGMLType(sc.KVType)
 	if err != nil {
 		return nil, err
@@ -106,6 +101,8 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	if threads <= 0 {
 		threads = e.defaultThreads()
 	}
+	sc.Threads = threads
+	s.sc = sc
 	ok := false
 	defer func() {
 		if !ok {
@@ -147,8 +144,32 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 }
 
 // Decode evaluates tokens at positions [Len(), Len()+len(tokens)) as one
-// graph and keeps logits for the last token or all of them.
+// graph and keeps logits for the last token or all of them. Under a window
+// a LogitsLast batch larger than the rings allow beside their windows (a
+// long prompt after a context shift) is decoded in consecutive batches
+// that fit; if one fails, the batches before it stay decoded (Len says how
+// far it got).
 func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
+	if want == engine.LogitsLast && s.kv != nil && s.rings[0].window > 0 {
+		step := s.nBatch
+		for _, rg := range s.rings {
+			step = min(step, rg.end-s.anchors-rg.window)
+		}
+		if step > 0 && len(tokens) > step {
+			n := len(tokens)
+			for len(tokens) > step {
+				if err := s.decode(nil, tokens[:step], want); err != nil {
+					return err
+				}
+				tokens = tokens[step:]
+			}
+			if err := s.decode(nil, tokens, want); err != nil {
+				return err
+			}
+			s.lastN = n // Logits(n-1): the last token of the whole batch
+			return nil
+		}
+	}
 	return s.decode(nil, tokens, want)
 }
 
@@ -187,18 +208,26 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	// Assign slots first: the attended lengths depend on the highest ones.
 	pad := s.eng.opts.KVPad
 	key := graphKey{nTok: nTok, nOut: nOut, selGen: s.selGen, repackGen: s.eng.repackGen, ringGen: s.ringGen}
-	for r, rg := range s.rings {
-		key.setNKV(r, rg.assign(s.n, nTok, s.anchors, pad))
-	}
-	s.lastValid = false
 	gr, ga, layers, head := s.gr, s.ga, s.layers, s.eng.sets[s.headSet]
 	if p != nil {
 		gr, ga, layers, head = p.gr, p.ga, p.layers(s), p.head(s)
 	}
+	// Every ring takes the batch's slots (Truncate moves every head back
+	// over dropped positions), but a graph of fewer layers (skip:N) writes
+	// and reads only the rings of its layers: the others have no inputs in
+	// it and no attended length in its key.
+	gr.ringOf = s.ringOf
+	used := gr.ringUsed(len(layers))
+	for r, rg := range s.rings {
+		nKV := rg.assign(s.n, nTok, s.anchors, pad)
+		if used[r] {
+			key.setNKV(r, nKV)
+		}
+	}
+	s.lastValid = false
 	s.lastGr = gr
 	if gr.key != key {
 		t0 := time.Now()
-		gr.ringOf = s.ringOf
 		gr.synthFrom, gr.synthEps, gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 		if err := gr.build(key, s.cfg, head, layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
@@ -220,11 +249,20 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	}
 	g.fillSynthRow(pos[:nTok])
 	for r, rg := range s.rings {
+		rg.hi = rg.nextHi
+		if !used[r] {
+			// The batch's slots in this ring are not written: they hold
+			// nothing (their old positions were outside every later
+			// query's window, spec.go) until a full graph writes them.
+			for _, j := range rg.slots[:nTok] {
+				rg.slotPos[j] = -1
+			}
+			continue
+		}
 		copy(g.slots[r].Int64s(), rg.slots[:nTok])
 		for i, j := range rg.slots[:nTok] {
 			rg.slotPos[j] = int32(s.n + i)
 		}
-		rg.hi = rg.nextHi
 		rg.fillMask(g.mask[r].Uint16s(), key.nKVOf(r), s.n, nTok, s.anchors)
 		if !g.maskSWA[r].Nil() { // trained sliding layers (family.go)
 			fillSWAMask(g.maskSWA[r].Uint16s(), g.mask[r].Uint16s(), rg, key.nKVOf(r), s.n, nTok, s.cfg.NSWA)

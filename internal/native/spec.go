@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/sample"
 )
@@ -26,7 +27,7 @@ import (
 // take held positions already outside the window of every later query.
 
 // MaxSpecK is the largest K a Speculator accepts (abi.MaxSpecK).
-const MaxSpecK = engine.MaxDraftK
+const MaxSpecK = abi.MaxSpecK
 
 // SpecStats counts what speculative decoding did (the public type, so go
 // doc shows its fields).

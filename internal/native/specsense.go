@@ -1,6 +1,10 @@
 package native
 
-import "time"
+import (
+	"time"
+
+	"github.com/edgellm/edgellm/abi/specmodel"
+)
 
 // Measurements for choosing K (the ABI 1.1 sensors): smoothed acceptance
 // by draft position, the cost of a draft step and of a verify batch of n
@@ -133,46 +137,13 @@ func (m *specMeter) sensors() SpecSensors {
 }
 
 // ExpectedRate is the expected tokens per unit of plain-step time at draft
-// length k: E(k) / (k·c + v(k+1)), E(k) = 1 + Σ_{i<k} Π_{j≤i} α_j the
-// tokens a round emits. Unmeasured v(n) are extrapolated linearly from the
-// measured ones (v(n) = n when only v(1) is known: pessimistic); positions
-// with no measured acceptance take the last measured one.
+// length k (specmodel.ExpectedRate: the model the default policy uses too).
 func (ss *SpecSensors) ExpectedRate(k int) float64 {
-	if k == 0 {
-		return 1
-	}
-	e, prod, a := 1.0, 1.0, 0.0
-	for i := range k {
-		if ss.AcceptByPos[i] > 0 || i == 0 {
-			a = float64(ss.AcceptByPos[i])
-		}
-		prod *= a
-		e += prod
-	}
-	return e / (float64(k)*float64(ss.DraftCost) + ss.verifyCost(k+1))
+	return specmodel.ExpectedRate(ss.AcceptByPos[:], ss.DraftCost, ss.VerifyCost[:], k)
 }
 
-// verifyCost is v(n), extrapolated where unmeasured.
-func (ss *SpecSensors) verifyCost(n int) float64 {
-	if v := ss.VerifyCost[n-1]; v > 0 {
-		return float64(v)
-	}
-	// the largest measured m < n, and the slope to the one before it
-	lo, lv, slope := 1, 1.0, 1.0
-	for m := n - 1; m >= 1; m-- {
-		if v := ss.VerifyCost[m-1]; v > 0 {
-			lo, lv = m, float64(v)
-			for p := m - 1; p >= 1; p-- {
-				if w := ss.VerifyCost[p-1]; w > 0 {
-					slope = max(0, (lv-float64(w))/float64(m-p))
-					break
-				}
-			}
-			break
-		}
-	}
-	return lv + slope*float64(n-lo)
-}
+// verifyCost is v(n), extrapolated where unmeasured (specmodel.Verify).
+func (ss *SpecSensors) verifyCost(n int) float64 { return specmodel.Verify(ss.VerifyCost[:], n) }
 
 // BestK is the draft length in 0..kMax with the highest expected rate; 0
 // when no K beats plain decoding by margin (e.g. 0.02 for 2%).

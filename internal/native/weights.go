@@ -111,7 +111,7 @@ type Weights struct {
 // WeightsOptions controls how a file is mapped.
 type WeightsOptions struct {
 	// WillNeedLayers is how many leading layers get MADV_WILLNEED at load
-	// (plus the output head); -1 = all, 0 = none.
+	// (plus the output head); WillNeedAll = all, 0 or WillNeedNone = none.
 	WillNeedLayers int
 	// Advice is the access advice for the whole mapping.
 	Advice Advice
@@ -311,7 +311,10 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 	// Warm what the first token needs first: the leading layers and the
 	// output head. The rest faults in on use (or by readahead).
 	n := o.WillNeedLayers
-	if n < 0 || n > cfg.NLayer {
+	switch {
+	case n == WillNeedNone:
+		n = 0
+	case n < 0 || n > cfg.NLayer:
 		n = cfg.NLayer
 	}
 	for i := 0; i < n; i++ {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/shareddir"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -52,25 +53,21 @@ func FileType(t gguf.Type) (uint32, bool) {
 	return ft, ok
 }
 
-// DefaultVocabPath finds DefaultVocab in $EDGELLM_SHARED, else in a "shared"
-// directory beside the working directory or one of its parents.
+// DefaultVocabPath finds DefaultVocab in the shared directory
+// (internal/shareddir's one rule: $EDGELLM_SHARED, else a "shared"
+// directory beside the working directory, the binary or a parent).
 func DefaultVocabPath() (string, error) {
-	if d := os.Getenv("EDGELLM_SHARED"); d != "" {
-		return filepath.Join(d, DefaultVocab), nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(filepath.Dir(d), "shared", DefaultVocab)
-		if _, err := os.Stat(p); err == nil {
+	if d := shareddir.Dir(); d != "" {
+		if p := filepath.Join(d, DefaultVocab); fileExists(p) {
 			return p, nil
 		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("default vocabulary %s not found: set EDGELLM_SHARED or pass --vocab", DefaultVocab)
-		}
 	}
+	return "", fmt.Errorf("default vocabulary %s not found: set EDGELLM_SHARED or pass a vocabulary path", DefaultVocab)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // init describes how a tensor's values are made.

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/edgellm/edgellm/abi"
+import (
+	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/abi/specmodel"
+)
 
 // The throughput speculation controller (ABI 1.1). With the engine's
 // measured acceptance by draft position and costs (a draft step c and a
@@ -73,40 +76,11 @@ func specRate(s *abi.Sensors, d *abi.Decision, r *reason) bool {
 	return true
 }
 
-// specExpectedRate is rate(K) in tokens per plain-step time.
+// specExpectedRate is rate(K) in tokens per plain-step time
+// (specmodel.ExpectedRate: the model the native engine's auto K uses too).
 func specExpectedRate(s *abi.Sensors, k int) float64 {
-	e, prod, a := 1.0, 1.0, 0.0
-	for i := 0; i < k; i++ {
-		if s.SpecAcceptByPos[i] > 0 || i == 0 {
-			a = float64(s.SpecAcceptByPos[i])
-		}
-		prod *= a
-		e += prod
-	}
-	return e / (float64(k)*float64(s.SpecDraftCost) + specVerify(s, k+1))
+	return specmodel.ExpectedRate(s.SpecAcceptByPos[:], s.SpecDraftCost, s.SpecVerifyCost[:], k)
 }
 
-// specVerify is v(n); unmeasured values are extrapolated linearly from the
-// largest measured n below (v(n) = n from v(1) alone: pessimistic).
-func specVerify(s *abi.Sensors, n int) float64 {
-	if n < 1 {
-		return 0
-	}
-	if v := s.SpecVerifyCost[n-1]; v > 0 {
-		return float64(v)
-	}
-	lo, lv, slope := 1, 1.0, 1.0
-	for m := n - 1; m >= 1; m-- {
-		if v := s.SpecVerifyCost[m-1]; v > 0 {
-			lo, lv = m, float64(v)
-			for p := m - 1; p >= 1; p-- {
-				if w := s.SpecVerifyCost[p-1]; w > 0 {
-					slope = max(0, (lv-float64(w))/float64(m-p))
-					break
-				}
-			}
-			break
-		}
-	}
-	return lv + slope*float64(n-lo)
-}
+// specVerify is v(n), extrapolated where unmeasured (specmodel.Verify).
+func specVerify(s *abi.Sensors, n int) float64 { return specmodel.Verify(s.SpecVerifyCost[:], n) }

@@ -116,7 +116,7 @@ func RunWasm(t *testing.T, wasmPath string, cases []Case) {
 }
 
 // limitsFor derives engine limits from the case: its Limits if set, else
-// Base's tiers and layers, every K up to policy.MaxSpecK, a 4096-token
+// Base's tiers and layers, every K up to abi.MaxSpecK, a 4096-token
 // window, every KV type, and enough threads for Start and the case's
 // CPU readings.
 func limitsFor(c *Case) policy.Limits {

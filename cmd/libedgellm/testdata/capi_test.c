@@ -14,12 +14,14 @@
 // Prints one line per check and "N passed, M failed"; exits 1 on a failure.
 
 #define _DEFAULT_SOURCE 1 /* usleep */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <dirent.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "edgellm.h"
@@ -175,6 +177,124 @@ static void *generate_worker(void *arg) {
     return NULL;
 }
 
+// ---- re-entrancy: calls from inside the token callback ----
+
+struct reenter {
+    edgellm_engine e;
+    edgellm_session self, other;
+    int calls;
+    int rc_new, rc_generate, rc_free, rc_tokenize, rc_reset, rc_stats, rc_cancel_other;
+    int32_t used_first, used_last, generating;
+};
+
+static int noop_cb(const char *text, int32_t len, int32_t token, void *user) {
+    (void)text; (void)len; (void)token; (void)user;
+    return 0;
+}
+
+static int reenter_cb(const char *text, int32_t len, int32_t token, void *user) {
+    (void)text; (void)len; (void)token;
+    struct reenter *r = user;
+    r->calls++;
+    struct edgellm_stats st;
+    edgellm_stats_init(&st);
+    r->rc_stats = edgellm_session_stats(r->self, &st);
+    if (r->calls == 1) r->used_first = st.n_ctx_used;
+    r->used_last = st.n_ctx_used;
+    r->generating = st.generating;
+    if (r->calls == 2) {
+        struct edgellm_session_params sp;
+        edgellm_session_params_init(&sp);
+        edgellm_session s = 0;
+        r->rc_new = edgellm_session_new(r->e, &sp, &s);
+        struct edgellm_generate_params gp;
+        edgellm_generate_params_init(&gp);
+        gp.n_predict = 2;
+        r->rc_generate = edgellm_generate(r->other, &gp, noop_cb, NULL);
+        r->rc_free = edgellm_session_free(r->other);
+        int32_t toks[8], n = 0;
+        r->rc_tokenize = edgellm_tokenize(r->e, "Once", 1, toks, 8, &n);
+        r->rc_reset = edgellm_session_reset(r->self);
+        r->rc_cancel_other = edgellm_cancel(r->other);
+    }
+    return 0;
+}
+
+// ---- a generation racing session_free ----
+
+struct racer {
+    edgellm_session s;
+    int rc;
+};
+
+static void *race_generate(void *arg) {
+    struct racer *r = arg;
+    struct edgellm_generate_params gp;
+    edgellm_generate_params_init(&gp);
+    gp.n_predict = 3;
+    gp.temperature = 0;
+    r->rc = edgellm_generate(r->s, &gp, noop_cb, NULL);
+    return NULL;
+}
+
+// ---- UTF-8 ----
+
+// valid_utf8 checks a byte string is well-formed UTF-8 (RFC 3629: no
+// overlongs, no surrogates, nothing above U+10FFFF).
+static int valid_utf8(const unsigned char *s, int32_t n) {
+    for (int32_t i = 0; i < n;) {
+        unsigned c = s[i];
+        int k;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) { i++; continue; }
+        else if (c >= 0xC2 && c <= 0xDF) k = 1;
+        else if (c >= 0xE0 && c <= 0xEF) { k = 2; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+        else if (c >= 0xF0 && c <= 0xF4) { k = 3; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+        else return 0;
+        if (i + k >= n) return 0; /* truncated */
+        if ((unsigned)s[i + 1] < lo || (unsigned)s[i + 1] > hi) return 0;
+        for (int j = 2; j <= k; j++)
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+struct utf8_count {
+    int pieces, invalid, tail_calls;
+    size_t bytes;
+};
+
+static int utf8_cb(const char *text, int32_t len, int32_t token, void *user) {
+    struct utf8_count *u = user;
+    u->pieces++;
+    u->bytes += (size_t)len;
+    if (!valid_utf8((const unsigned char *)text, len)) u->invalid++;
+    if (token == EDGELLM_TOKEN_NONE) u->tail_calls++;
+    return 0;
+}
+
+// ---- logging ----
+
+struct log_count {
+    int messages, errors;
+};
+
+static void log_cb(int32_t level, const char *text, void *user) {
+    struct log_count *l = user;
+    if (level < EDGELLM_LOG_DEBUG || level > EDGELLM_LOG_ERROR || text == NULL) l->errors++;
+    l->messages++;
+}
+
+static int greedy_from(edgellm_session s, const char *prompt, int n, struct collect *c) {
+    struct edgellm_generate_params gp;
+    edgellm_generate_params_init(&gp);
+    gp.prompt = prompt;
+    gp.n_predict = n;
+    gp.temperature = 0;
+    return edgellm_generate(s, &gp, collect_cb, c);
+}
+
 int main(int argc, char **argv) {
     int emulated = argc == 6 && strcmp(argv[5], "emulated") == 0;
     if (argc != 5 && !emulated) {
@@ -213,7 +333,7 @@ int main(int argc, char **argv) {
     struct edgellm_stats st;
     edgellm_stats_init(&st);
     rc = edgellm_session_stats(s, &st);
-    CHECK(rc == EDGELLM_OK && st.n_generated == c.tokens && st.n_prompt == 1 && st.n_ctx_used == 64,
+    CHECK(rc == EDGELLM_OK && st.n_generated == c.tokens && st.n_prompt == 1 && st.n_ctx_used == 65, /* BOS + 64 generated: every emitted token is in the KV cache */
           "stats rc %d: generated %d (callback saw %d), prompt %d, ctx %d", rc, st.n_generated, c.tokens, st.n_prompt, st.n_ctx_used);
 
     // ---- misuse: every case is an error code and a message, never a crash ----
@@ -291,11 +411,331 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         CHECK(w[i].rc == EDGELLM_OK && strncmp(w[i].c.text, golden, 20) == 0, "worker %d rc %d text \"%s\"", i, w[i].rc, w[i].c.text);
 
+    // ---- 1.1: struct initialisers write exactly the caller's size ----
+    {
+        struct { struct edgellm_generate_params p; unsigned char canary[16]; } g;
+        memset(&g, 0xAB, sizeof g);
+        CHECK(edgellm_generate_params_init_sized(&g.p, 3) == EDGELLM_ERR_STRUCT_SIZE, "init_sized with size 3");
+        CHECK(((unsigned char *)&g.p)[0] == 0xAB, "init_sized with an unknown size wrote");
+        CHECK(edgellm_generate_params_init_sized(NULL, sizeof g.p) == EDGELLM_ERR_INVALID_ARGUMENT, "init_sized NULL");
+        edgellm_generate_params_init(&g.p);
+        int intact = 1;
+        for (size_t i = 0; i < sizeof g.canary; i++) intact &= g.canary[i] == 0xAB;
+        CHECK(intact && g.p.size == sizeof g.p && g.p.n_predict == 128 && g.p.flags == 0 && g.p.draft == NULL,
+              "generate_params_init: size %u, canary %s", g.p.size, intact ? "intact" : "overwritten");
+        struct edgellm_engine_params ip;
+        edgellm_engine_params_init(&ip);
+        CHECK(ip.model_fd == -1 && ip.size == sizeof ip, "engine_params defaults: fd %d", ip.model_fd);
+    }
+
+    // ---- 1.1: re-entering the library from the token callback ----
+    {
+        edgellm_session self = 0, other = 0;
+        CHECK(edgellm_session_new(e, &sp, &self) == EDGELLM_OK && edgellm_session_new(e, &sp, &other) == EDGELLM_OK,
+              "re-entrancy sessions");
+        struct reenter r = {.e = e, .self = self, .other = other};
+        edgellm_generate_params_init(&gp);
+        gp.n_predict = 6;
+        gp.temperature = 0;
+        rc = edgellm_generate(self, &gp, reenter_cb, &r);
+        CHECK(rc == EDGELLM_OK && r.calls == 6, "generate with a re-entering callback: rc %d, %d calls", rc, r.calls);
+        CHECK(r.rc_new == EDGELLM_ERR_BUSY, "session_new from the callback: %d", r.rc_new);
+        CHECK(r.rc_generate == EDGELLM_ERR_BUSY, "generate on another session from the callback: %d", r.rc_generate);
+        CHECK(r.rc_free == EDGELLM_ERR_BUSY, "session_free of another session from the callback: %d", r.rc_free);
+        CHECK(r.rc_tokenize == EDGELLM_ERR_BUSY, "tokenize from the callback: %d", r.rc_tokenize);
+        CHECK(r.rc_reset == EDGELLM_ERR_BUSY, "session_reset from the callback: %d", r.rc_reset);
+        CHECK(r.rc_stats == EDGELLM_OK && r.rc_cancel_other == EDGELLM_OK, "stats %d and cancel %d from the callback", r.rc_stats, r.rc_cancel_other);
+        // During a generation: positions at the start (0) + prompt (BOS) +
+        // the tokens passed so far, this one included.
+        CHECK(r.used_first == 2 && r.used_last == 7 && r.generating == 1,
+              "n_ctx_used during a generation: first %d (want 2), last %d (want 7), generating %d", r.used_first, r.used_last, r.generating);
+        CHECK(edgellm_session_free(other) == EDGELLM_OK && edgellm_session_free(self) == EDGELLM_OK, "re-entrancy frees");
+    }
+
+    // ---- 1.1: a generation racing session_free never runs on a freed session ----
+    {
+        int gen_ok = 0, gen_bad = 0, gen_other = 0, free_busy = 0, free_other = 0;
+        for (int i = 0; i < 200; i++) {
+            struct racer r = {0};
+            if (edgellm_session_new(e, &sp, &r.s) != EDGELLM_OK) { gen_other++; break; }
+            pthread_t th;
+            pthread_create(&th, NULL, race_generate, &r);
+            if (i % 2) usleep(i % 7 * 50);
+            for (;;) {
+                int frc = edgellm_session_free(r.s);
+                if (frc == EDGELLM_OK) break;
+                if (frc == EDGELLM_ERR_BUSY) { free_busy++; usleep(50); continue; }
+                free_other++;
+                break;
+            }
+            pthread_join(th, NULL);
+            if (r.rc == EDGELLM_OK) gen_ok++;
+            else if (r.rc == EDGELLM_ERR_BAD_HANDLE) gen_bad++;
+            else { gen_other++; printf("race: generate rc %d: %s\n", r.rc, edgellm_last_error()); }
+        }
+        CHECK(gen_other == 0 && free_other == 0 && gen_ok + gen_bad == 200,
+              "generate vs session_free: %d ok, %d bad handle, %d other; free busy %d, other %d", gen_ok, gen_bad, gen_other, free_busy, free_other);
+        printf("generate racing session_free, 200 rounds: %d generated, %d found the session freed; free refused as busy %d times\n",
+               gen_ok, gen_bad, free_busy);
+    }
+
+    // ---- 1.1: whole UTF-8 characters at temperature 100 ----
+    {
+        edgellm_session us = 0;
+        CHECK(edgellm_session_new(e, &sp, &us) == EDGELLM_OK, "utf8 session");
+        struct utf8_count raw = {0}, whole = {0};
+        edgellm_generate_params_init(&gp);
+        gp.n_predict = 64;
+        gp.temperature = 100;
+        gp.top_k = 0;
+        gp.top_p = 1;
+        gp.min_p = 0;
+        gp.seed = 7;
+        rc = edgellm_generate(us, &gp, utf8_cb, &raw);
+        CHECK(rc == EDGELLM_OK, "utf8 raw generate rc %d", rc);
+        CHECK(edgellm_session_reset(us) == EDGELLM_OK, "reset");
+        gp.flags = EDGELLM_GENERATE_UTF8_COMPLETE;
+        rc = edgellm_generate(us, &gp, utf8_cb, &whole);
+        CHECK(rc == EDGELLM_OK && whole.invalid == 0 && whole.pieces >= 64 && whole.tail_calls <= 1,
+              "UTF8_COMPLETE: rc %d, %d of %d pieces invalid, %d tail calls", rc, whole.invalid, whole.pieces, whole.tail_calls);
+        printf("temperature 100, 64 tokens: %d of %d raw pieces are not valid UTF-8; with EDGELLM_GENERATE_UTF8_COMPLETE %d of %d\n",
+               raw.invalid, raw.pieces, whole.invalid, whole.pieces);
+        gp.flags = 1u << 7;
+        CHECK(edgellm_generate(us, &gp, utf8_cb, &whole) == EDGELLM_ERR_INVALID_ARGUMENT, "unknown flag accepted");
+        CHECK(edgellm_session_free(us) == EDGELLM_OK, "utf8 session free");
+    }
+
+    // ---- 1.1: tokenize, detokenize, model info, chat template ----
+    {
+        int32_t toks[64], n = 0;
+        rc = edgellm_tokenize(e, "Once upon a time", 1, toks, 64, &n);
+        struct edgellm_model_info mi;
+        edgellm_model_info_init(&mi);
+        CHECK(edgellm_model_info(e, &mi) == EDGELLM_OK, "model_info");
+        CHECK(rc == EDGELLM_OK && n >= 2 && toks[0] == mi.bos, "tokenize: rc %d, %d tokens, first %d (bos %d)", rc, n, toks[0], mi.bos);
+        int32_t n2 = 0;
+        CHECK(edgellm_tokenize(e, "Once upon a time", 1, toks, 1, &n2) == EDGELLM_ERR_TOO_SMALL && n2 == n, "tokenize too small: n %d", n2);
+        CHECK(edgellm_tokenize(e, "Once upon a time", 1, NULL, 0, &n2) == EDGELLM_ERR_TOO_SMALL && n2 == n, "tokenize size query");
+        CHECK(edgellm_tokenize(e, NULL, 1, toks, 64, &n2) == EDGELLM_ERR_INVALID_ARGUMENT, "tokenize NULL text");
+        CHECK(edgellm_tokenize(0, "x", 1, toks, 64, &n2) == EDGELLM_ERR_BAD_HANDLE, "tokenize bad engine");
+        char text[256];
+        size_t tn = 0;
+        rc = edgellm_detokenize(e, toks + 1, n - 1, text, sizeof text, &tn);
+        CHECK(rc == EDGELLM_OK && strstr(text, "Once upon a time") != NULL && tn == strlen(text), "detokenize: rc %d \"%s\"", rc, text);
+        CHECK(edgellm_detokenize(e, toks + 1, n - 1, text, 4, &tn) == EDGELLM_ERR_TOO_SMALL && tn > 4, "detokenize too small");
+        int32_t bad_tok = 1 << 30;
+        CHECK(edgellm_detokenize(e, &bad_tok, 1, text, sizeof text, &tn) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize token out of range");
+        CHECK(mi.n_vocab > 0 && mi.n_ctx_train > 0 && mi.n_layer > 0 && strcmp(mi.arch, "llama") == 0 && mi.engine[0] != 0 &&
+                  mi.chat_template != NULL,
+              "model info: vocab %d ctx %d layers %d arch %s engine %s", mi.n_vocab, mi.n_ctx_train, mi.n_layer, mi.arch, mi.engine);
+        struct edgellm_model_info mbad;
+        edgellm_model_info_init(&mbad);
+        mbad.size = 5;
+        CHECK(edgellm_model_info(e, &mbad) == EDGELLM_ERR_STRUCT_SIZE, "model_info size 5");
+        struct edgellm_chat_message msgs[2] = {{"system", "Be brief."}, {"user", "Hi"}};
+        char chat[512];
+        size_t cn = 0;
+        rc = edgellm_chat_apply(e, "chatml", msgs, 2, 1, chat, sizeof chat, &cn);
+        CHECK(rc == EDGELLM_OK && strstr(chat, "<|im_start|>user\nHi<|im_end|>") != NULL && strstr(chat, "<|im_start|>assistant") != NULL,
+              "chat_apply chatml: rc %d \"%s\"", rc, chat);
+        CHECK(edgellm_chat_apply(e, "chatml", msgs, 2, 1, chat, 8, &cn) == EDGELLM_ERR_TOO_SMALL && cn > 8, "chat_apply too small");
+        CHECK(edgellm_chat_apply(e, "no-such-template", msgs, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT,
+              "chat_apply unknown template");
+        // Misuse of the 1.1 entry points: documented codes, never a crash.
+        CHECK(edgellm_model_info(e, NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "model_info NULL");
+        CHECK(edgellm_model_info(0, &mi) == EDGELLM_ERR_BAD_HANDLE, "model_info bad engine");
+        CHECK(edgellm_detokenize(e, NULL, 1, text, sizeof text, &tn) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize NULL tokens");
+        CHECK(edgellm_detokenize(e, toks, 1, text, sizeof text, NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize NULL n_out");
+        CHECK(edgellm_detokenize(e, toks, -1, text, sizeof text, &tn) == EDGELLM_ERR_INVALID_ARGUMENT, "detokenize n -1");
+        CHECK(edgellm_tokenize(e, "x", 1, toks, -1, &n2) == EDGELLM_ERR_INVALID_ARGUMENT, "tokenize n_max -1");
+        CHECK(edgellm_chat_apply(e, "chatml", NULL, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "chat_apply NULL msgs");
+        struct edgellm_chat_message holes[1] = {{NULL, "x"}};
+        CHECK(edgellm_chat_apply(e, "chatml", holes, 1, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "chat_apply NULL role");
+        CHECK(edgellm_chat_apply(e, "chatml", msgs, 2, 1, NULL, 10, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "chat_apply NULL buf");
+        CHECK(edgellm_chat_apply(0, "chatml", msgs, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_BAD_HANDLE, "chat_apply bad engine");
+        CHECK(edgellm_session_save(s, NULL, 0, NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "save NULL n_out");
+        CHECK(edgellm_session_save(s, NULL, 10, &cn) == EDGELLM_ERR_INVALID_ARGUMENT, "save NULL buf with a size");
+        CHECK(edgellm_session_restore(s, NULL, 10) == EDGELLM_ERR_INVALID_ARGUMENT, "restore NULL");
+        CHECK(edgellm_session_save((edgellm_session)e, NULL, 0, &cn) == EDGELLM_ERR_BAD_HANDLE, "save an engine handle");
+        struct edgellm_sensors dev;
+        edgellm_sensors_init(&dev);
+        dev.size = 7;
+        CHECK(edgellm_device_sensors_push(&dev) == EDGELLM_ERR_STRUCT_SIZE, "device push size 7");
+        struct edgellm_engine_params eb;
+        CHECK(edgellm_engine_params_init_sized(&eb, 12) == EDGELLM_ERR_STRUCT_SIZE, "engine params size 12");
+        CHECK(edgellm_stats_init_sized(NULL, sizeof(struct edgellm_stats)) == EDGELLM_ERR_INVALID_ARGUMENT, "stats init NULL");
+        if (mi.chat_template[0] == 0)
+            CHECK(edgellm_chat_apply(e, NULL, msgs, 2, 1, chat, sizeof chat, &cn) == EDGELLM_ERR_INVALID_ARGUMENT,
+                  "chat_apply with a model without a template");
+    }
+
+    // ---- 1.1: session reset, save and restore ----
+    {
+        edgellm_session a = 0, b = 0;
+        CHECK(edgellm_session_new(e, &sp, &a) == EDGELLM_OK && edgellm_session_new(e, &sp, &b) == EDGELLM_OK, "save sessions");
+        struct collect c1 = {0};
+        CHECK(greedy_from(a, "Once upon a time", 8, &c1) == EDGELLM_OK, "turn 1");
+        size_t need = 0;
+        CHECK(edgellm_session_save(a, NULL, 0, &need) == EDGELLM_ERR_TOO_SMALL && need > 16, "save size query: %zu", need);
+        unsigned char state[16384];
+        size_t got = 0;
+        CHECK(need <= sizeof state && edgellm_session_save(a, state, sizeof state, &got) == EDGELLM_OK && got == need, "save");
+        CHECK(edgellm_session_restore(b, state, got) == EDGELLM_OK, "restore");
+        struct edgellm_stats sa, sb;
+        edgellm_stats_init(&sa);
+        edgellm_stats_init(&sb);
+        edgellm_session_stats(a, &sa);
+        edgellm_session_stats(b, &sb);
+        CHECK(sa.n_ctx_used == sb.n_ctx_used && sa.n_ctx_used > 8, "restored positions %d, saved %d", sb.n_ctx_used, sa.n_ctx_used);
+        struct collect ca = {0}, cb = {0};
+        CHECK(greedy_from(a, " The", 24, &ca) == EDGELLM_OK && greedy_from(b, " The", 24, &cb) == EDGELLM_OK, "turn 2 on both");
+        CHECK(strcmp(ca.text, cb.text) == 0 && ca.len > 0, "restored session continues differently:\n  \"%s\"\n  \"%s\"", ca.text, cb.text);
+        state[3] ^= 1;
+        CHECK(edgellm_session_restore(b, state, got) == EDGELLM_ERR_INVALID_ARGUMENT, "a corrupt state restored");
+        CHECK(edgellm_session_restore(b, state, 7) == EDGELLM_ERR_INVALID_ARGUMENT, "a short state restored");
+        CHECK(edgellm_session_reset(a) == EDGELLM_OK, "reset");
+        edgellm_session_stats(a, &sa);
+        struct collect cr = {0};
+        CHECK(sa.n_ctx_used == 0 && greedy(a, 64, &cr) == EDGELLM_OK && strncmp(cr.text, golden, strlen(golden)) == 0,
+              "after reset: %d positions, text \"%s\"", sa.n_ctx_used, cr.text);
+        CHECK(edgellm_session_free(a) == EDGELLM_OK && edgellm_session_free(b) == EDGELLM_OK, "save frees");
+        CHECK(edgellm_session_reset(a) == EDGELLM_ERR_BAD_HANDLE, "reset a freed session");
+    }
+
+    // ---- 1.1: speculative decoding (native engine): greedy text unchanged ----
+    {
+        edgellm_session ds = 0;
+        CHECK(edgellm_session_new(e, &sp, &ds) == EDGELLM_OK, "draft session");
+        struct collect cd = {0};
+        edgellm_generate_params_init(&gp);
+        gp.n_predict = 64;
+        gp.temperature = 0;
+        gp.draft = "skip:2";
+        gp.draft_k = 3;
+        rc = edgellm_generate(ds, &gp, collect_cb, &cd);
+        edgellm_stats_init(&st);
+        edgellm_session_stats(ds, &st);
+        CHECK(rc == EDGELLM_OK && strncmp(cd.text, golden, strlen(golden)) == 0 && st.draft_proposed > 0,
+              "draft skip:2: rc %d, proposed %lld, text \"%s\"", rc, (long long)st.draft_proposed, cd.text);
+        printf("draft skip:2, K 3: %lld proposed, %lld accepted\n", (long long)st.draft_proposed, (long long)st.draft_accepted);
+        gp.prompt = " more";
+        CHECK(edgellm_generate(ds, &gp, collect_cb, &cd) == EDGELLM_ERR_INVALID_ARGUMENT, "a draft on a non-empty session");
+        gp.draft = "nonsense:9";
+        CHECK(edgellm_session_reset(ds) == EDGELLM_OK && edgellm_generate(ds, &gp, collect_cb, &cd) == EDGELLM_ERR_INVALID_ARGUMENT,
+              "a bad draft spec");
+        gp.draft = NULL;
+        gp.draft_k = 99;
+        CHECK(edgellm_generate(ds, &gp, collect_cb, &cd) == EDGELLM_ERR_INVALID_ARGUMENT, "draft_k 99");
+        CHECK(edgellm_session_free(ds) == EDGELLM_OK, "draft session free");
+    }
+
+    // ---- 1.1: a model from a file descriptor (whole file, and a range) ----
+    {
+        int fd = open(model, O_RDONLY);
+        struct edgellm_engine_params fp;
+        edgellm_engine_params_init(&fp);
+        fp.model_fd = fd;
+        edgellm_engine fe = 0;
+        edgellm_session fs = 0;
+        struct collect cf = {0};
+        rc = edgellm_engine_load(&fp, &fe);
+        CHECK(rc == EDGELLM_OK && edgellm_session_new(fe, &sp, &fs) == EDGELLM_OK && greedy(fs, 64, &cf) == EDGELLM_OK &&
+                  strncmp(cf.text, golden, strlen(golden)) == 0,
+              "load from fd: rc %d, text \"%s\"", rc, cf.text);
+        edgellm_session_free(fs);
+        edgellm_engine_free(fe);
+        CHECK(fcntl(fd, F_GETFD) != -1, "the caller's descriptor was closed");
+        // The model at offset 4096 of a bigger file, as in an APK.
+        char tmpl[] = "/tmp/capi-apk-XXXXXX";
+        int apk = mkstemp(tmpl);
+        unlink(tmpl);
+        char pad[4096];
+        memset(pad, 'Z', sizeof pad);
+        int wrote = apk >= 0 && write(apk, pad, sizeof pad) == (ssize_t)sizeof pad;
+        long len = 0;
+        char cp[65536];
+        ssize_t k;
+        lseek(fd, 0, SEEK_SET);
+        while (wrote && (k = read(fd, cp, sizeof cp)) > 0) {
+            wrote &= write(apk, cp, (size_t)k) == k;
+            len += k;
+        }
+        wrote &= write(apk, pad, 100) == 100; // bytes after the asset
+        fp.model_fd = apk;
+        fp.model_offset = 4096;
+        fp.model_length = len;
+        struct collect ca = {0};
+        rc = wrote ? edgellm_engine_load(&fp, &fe) : -1;
+        CHECK(rc == EDGELLM_OK && edgellm_session_new(fe, &sp, &fs) == EDGELLM_OK && greedy(fs, 64, &ca) == EDGELLM_OK &&
+                  strncmp(ca.text, golden, strlen(golden)) == 0,
+              "load from fd at an offset: rc %d, text \"%s\"", rc, ca.text);
+        edgellm_session_free(fs);
+        edgellm_engine_free(fe);
+        fp.model_offset = len; // past the end
+        CHECK(edgellm_engine_load(&fp, &fe) == EDGELLM_ERR_INVALID_ARGUMENT, "a range past the end of the file");
+        fp.model_fd = 9999;
+        fp.model_offset = 0;
+        fp.model_length = 0;
+        CHECK(edgellm_engine_load(&fp, &fe) == EDGELLM_ERR_INVALID_ARGUMENT, "a closed descriptor");
+        close(apk);
+        close(fd);
+    }
+
+    // ---- 1.1: a log callback instead of stderr ----
+    {
+        struct log_count lc = {0};
+        CHECK(edgellm_log_set(log_cb, &lc) == EDGELLM_OK && edgellm_log_level(EDGELLM_LOG_INFO) == EDGELLM_OK, "log_set");
+        CHECK(edgellm_log_level(9) == EDGELLM_ERR_INVALID_ARGUMENT, "log level 9");
+        struct edgellm_engine_params lp;
+        edgellm_engine_params_init(&lp);
+        lp.model_path = model;
+        lp.engine = "llamacpp"; // llama.cpp logs its load at INFO
+        edgellm_engine le = 0;
+        rc = edgellm_engine_load(&lp, &le);
+        CHECK(rc == EDGELLM_OK && lc.messages > 0 && lc.errors == 0, "log callback: rc %d, %d messages, %d bad", rc, lc.messages, lc.errors);
+        printf("log callback: %d messages at INFO while loading on llamacpp\n", lc.messages);
+        edgellm_engine_free(le);
+        CHECK(edgellm_log_level(EDGELLM_LOG_ERROR) == EDGELLM_OK && edgellm_log_set(NULL, NULL) == EDGELLM_OK, "log reset");
+        int before = lc.messages;
+        edgellm_engine_load(&lp, &le);
+        edgellm_engine_free(le);
+        CHECK(lc.messages == before, "messages after log_set(NULL): %d", lc.messages - before);
+    }
+
     // ---- policy: a signed bundle, the app's trim level, a hot reload ----
     struct edgellm_policy_params pp;
     edgellm_policy_params_init(&pp);
     pp.bundle_path = bundle1;
     pp.trusted_key = key;
+    // Attach time: wazero compiles the module on an attach unless the
+    // compilation cache (cache_dir, here a fresh directory) has it.
+    {
+        char cache[] = "/tmp/capi-wazero-XXXXXX";
+        CHECK(mkdtemp(cache) != NULL, "mkdtemp");
+        pp.cache_dir = cache;
+        double ms[3];
+        for (int i = 0; i < 3; i++) {
+            edgellm_session ts = 0;
+            edgellm_policy tp = 0;
+            struct timespec t0, t1;
+            edgellm_session_new(e, &sp, &ts);
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            rc = edgellm_policy_attach(ts, &pp, &tp);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            ms[i] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+            CHECK(rc == EDGELLM_OK && edgellm_policy_free(tp) == EDGELLM_OK && edgellm_session_free(ts) == EDGELLM_OK, "attach %d", i);
+        }
+        printf("policy_attach with a fresh cache_dir: %.1f ms, %.1f ms, %.1f ms (three sessions in a row)\n", ms[0], ms[1], ms[2]);
+        DIR *d = opendir(cache);
+        int entries = 0;
+        for (struct dirent *de; d && (de = readdir(d)) != NULL;) entries += de->d_name[0] != '.';
+        if (d) closedir(d);
+        CHECK(entries > 0, "the compilation cache %s is empty after an attach", cache);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+        CHECK(system(cmd) == 0, "rm the cache");
+        pp.cache_dir = NULL;
+    }
     edgellm_session ps = 0;
     CHECK(edgellm_session_new(e, &sp, &ps) == EDGELLM_OK, "policy session");
     edgellm_policy pol = 0;
@@ -312,7 +752,9 @@ int main(int argc, char **argv) {
     edgellm_sensors_init(&trim);
     trim.set = EDGELLM_SENSORS_TRIM;
     trim.trim_level = 15; // TRIM_MEMORY_RUNNING_CRITICAL
-    CHECK(edgellm_sensors_push(ps, &trim) == EDGELLM_OK, "push trim level");
+    // The device's reading, pushed without a session, reaches the policy.
+    CHECK(edgellm_device_sensors_push(&trim) == EDGELLM_OK, "push trim level");
+    CHECK(edgellm_device_sensors_push(NULL) == EDGELLM_ERR_INVALID_ARGUMENT, "device push NULL");
     struct collect pc = {0};
     rc = greedy(ps, 48, &pc);
     edgellm_session_stats(ps, &st);
@@ -328,15 +770,24 @@ int main(int argc, char **argv) {
     rc = edgellm_policy_load(pol, bundle2);
     edgellm_session_stats(ps, &st);
     CHECK(rc == EDGELLM_OK && st.policy_revision == 2, "hot reload: rc %d, revision %lld", rc, (long long)st.policy_revision);
+    // The policy runtime's warning goes to the log callback, not stderr.
+    struct log_count plc = {0};
+    edgellm_log_set(log_cb, &plc);
+    edgellm_log_level(EDGELLM_LOG_WARN);
     rc = edgellm_policy_load(pol, bundle1);
     CHECK(rc == EDGELLM_ERR_POLICY && strstr(edgellm_last_error(), "revision") != NULL,
           "an older revision: rc %d (%s)", rc, edgellm_last_error());
+    CHECK(plc.messages == 1 && plc.errors == 0, "the refused reload logged %d messages through the callback", plc.messages);
+    edgellm_log_level(EDGELLM_LOG_ERROR);
+    edgellm_log_set(NULL, NULL);
     CHECK(edgellm_policy_load(pol, "/nonexistent/bundle") != EDGELLM_OK, "missing bundle accepted");
     edgellm_session_stats(ps, &st);
     CHECK(st.policy_revision == 2, "refused bundles replaced the policy: revision %lld", (long long)st.policy_revision);
     CHECK(edgellm_policy_free(pol) == EDGELLM_OK, "policy_free");
     CHECK(edgellm_policy_free(pol) == EDGELLM_ERR_BAD_HANDLE, "policy double free");
     CHECK(edgellm_session_free(ps) == EDGELLM_OK, "free policy session");
+    trim.trim_level = 5; // TRIM_MEMORY_RUNNING_MODERATE: the device recovered
+    CHECK(edgellm_device_sensors_push(&trim) == EDGELLM_OK, "push trim level back");
 
     CHECK(edgellm_session_free(s) == EDGELLM_OK, "session_free");
     CHECK(edgellm_engine_free(e) == EDGELLM_OK, "engine_free");

@@ -22,7 +22,7 @@ type SwapOptions struct {
 	// Repeats is the number of round trips (two swaps each).
 	Repeats int
 	Threads int
-	// NCtx is the session context; 0 = min(2048, the training context).
+	// NCtx is the session context; 0 = SessionConfig.Resolve's default.
 	NCtx   int
 	KVType host.KVType
 	Repack bool
@@ -119,9 +119,7 @@ func Swap(ctx context.Context, o SwapOptions) (*SwapResult, error) {
 	if res.Threads == 0 {
 		res.Threads = runtime.NumCPU()
 	}
-	if res.NCtx == 0 {
-		res.NCtx = min(2048, info.NCtxTrain)
-	}
+	res.NCtx = host.SessionConfig{NCtx: res.NCtx}.Resolve(info.NCtxTrain).NCtx
 	if res.NCtx > info.NCtxTrain {
 		return nil, fmt.Errorf("context %d is above the model's training context %d: %w", res.NCtx, info.NCtxTrain, ErrContext)
 	}

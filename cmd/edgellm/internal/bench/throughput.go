@@ -29,7 +29,7 @@ type Options struct {
 	Repeats int
 	// Threads for decode and prefill; 0 = all cores.
 	Threads int
-	// NCtx is the session context; 0 = min(2048, the training context).
+	// NCtx is the session context; 0 = SessionConfig.Resolve's default.
 	NCtx   int
 	KVType host.KVType
 	// Attention is the attention kernel of both engines (auto: flash on CPU).
@@ -229,10 +229,7 @@ func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 	loadTime := time.Since(t0)
 	rss1, pss1 := mem.Now()
 	info := eng.Info()
-	nctx := o.NCtx
-	if nctx == 0 {
-		nctx = min(2048, info.NCtxTrain)
-	}
+	nctx := host.SessionConfig{NCtx: o.NCtx}.Resolve(info.NCtxTrain).NCtx
 	if nctx > info.NCtxTrain {
 		eng.Close()
 		return nil, fmt.Errorf("context %d is above the model's training context %d: %w", nctx, info.NCtxTrain, ErrContext)
@@ -286,8 +283,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		}
 		return nil
 	}
-	st, err := host.Generate(ctx, sess, host.GenerateOptions{Vocab: s.eng.Vocab(), Prompt: s.prompt.Tokens,
-		NPredict: o.NGen, Sampling: greedy, StopAtEOG: false, MeasureCPU: true, BeforeStep: mark})
+	st, err := host.Generate(ctx, sess, host.GenerateOptions{Prompt: s.prompt.Tokens,
+		NPredict: o.NGen, Sampling: greedy, IgnoreEOG: true, MeasureCPU: true, BeforeStep: mark})
 	if err != nil {
 		return err
 	}
@@ -295,8 +292,8 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 	if s.mem != nil {
 		samp = s.mem.CPU() - samp0
 	}
-	if st.GeneratedTokens != o.NGen || st.DecodeTokens != o.NGen-2 {
-		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-2)
+	if st.GeneratedTokens != o.NGen || st.DecodeTokens != o.NGen-1 {
+		return fmt.Errorf("generated %d tokens (%d timed), want %d (%d timed)", st.GeneratedTokens, st.DecodeTokens, o.NGen, o.NGen-1)
 	}
 	r := Repeat{PrefillTPS: st.PrefillTPS(), DecodeTPS: st.DecodeTPS(),
 		PrefillMS: millis(st.Prefill), DecodeMS: millis(st.Decode), DecodeTokens: st.DecodeTokens,

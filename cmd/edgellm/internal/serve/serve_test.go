@@ -70,14 +70,13 @@ func newTestServer(t *testing.T, o testOptions) *testServer {
 	var a *host.Adapter
 	if o.attach != nil {
 		po := *o.attach
-		po.Session = sc
-		if a, err = host.AttachPolicy(context.Background(), eng, sess, po); err != nil {
+		if a, err = host.AttachPolicy(context.Background(), sess, po); err != nil {
 			t.Fatal(err)
 		}
 	} else if o.policy != "" {
 		cfg := policy.NewConfig().WithInsecure(true).WithDeadline(time.Second)
-		a, err = host.AttachPolicy(context.Background(), eng, sess, host.PolicyOptions{
-			Path: o.policy, Config: &cfg, Session: sc, Sensors: o.sensorsAt})
+		a, err = host.AttachPolicy(context.Background(), sess, host.PolicyOptions{
+			Path: o.policy, Config: &cfg, Sensors: o.sensorsAt})
 		if err != nil {
 			t.Fatal(err)
 		}

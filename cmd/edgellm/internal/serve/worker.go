@@ -127,7 +127,7 @@ func (w *worker) do(j *job) jobResult {
 	w.cached = append(w.cached[:keep], j.prompt[keep:]...)
 	var res jobResult
 	res.reused = keep
-	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling, StopAtEOG: true}
+	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling}
 	if w.adapter != nil {
 		gen.BeforeStep = func(step int) error { return w.beforeStep(step, &res) }
 	}
@@ -142,7 +142,7 @@ func (w *worker) do(j *job) jobResult {
 		}
 		return err
 	}
-	gen.Vocab, gen.Prompt, gen.Emit = w.vocab, j.prompt[keep:], emit
+	gen.Prompt, gen.Emit = j.prompt[keep:], emit
 	st, err := host.Generate(j.ctx, w.sess, gen)
 	res.stats, res.err = st, err
 	if errors.Is(err, errStopSequence) {

@@ -35,6 +35,7 @@ const (
 	statusContextFull     status = C.EDGELLM_ERR_CONTEXT_FULL
 	statusBusy            status = C.EDGELLM_ERR_BUSY
 	statusInternal        status = C.EDGELLM_ERR_INTERNAL
+	statusTooSmall        status = C.EDGELLM_ERR_TOO_SMALL
 )
 
 // apiError is an error with the status code it maps to.
@@ -91,7 +92,7 @@ func done(err error, fallback status) C.int {
 }
 
 // checkSize checks the size field of a struct passed in: the sizes of every
-// version of the struct this library knows (one so far).
+// version of the struct this library knows.
 func checkSize(name string, got C.uint32_t, known ...C.size_t) error {
 	for _, k := range known {
 		if C.size_t(got) == k {

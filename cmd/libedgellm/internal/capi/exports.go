@@ -4,6 +4,7 @@ package capi
 #cgo CFLAGS: -I${SRCDIR}/../../../../include
 #define EDGELLM_NO_PROTOTYPES 1
 #include <stdlib.h>
+#include <string.h>
 #include "edgellm.h"
 #include "capi.h"
 */
@@ -13,12 +14,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"time"
 	"unsafe"
 
+	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/host/policy"
-	"github.com/edgellm/edgellm/host/sensors"
 )
+
+// testGenerateDelay is a pause between looking up the session and claiming
+// it in edgellm_generate, set by the environment variable
+// EDGELLM_CAPI_TEST_GENERATE_DELAY_US for capi_test.c's race of a
+// generation against edgellm_session_free (which without the pause meets
+// the window a few times in a thousand). Unset in apps.
+var testGenerateDelay = func() time.Duration {
+	us, _ := strconv.Atoi(os.Getenv("EDGELLM_CAPI_TEST_GENERATE_DELAY_US"))
+	return time.Duration(us) * time.Microsecond
+}()
 
 // goString copies a C string; NULL is "".
 func goString(s *C.char) string {
@@ -46,11 +59,22 @@ func edgellm_build_info() *C.char { return buildInfo }
 
 // ---- engine ----
 
+func defaultEngineParams() C.struct_edgellm_engine_params {
+	return C.struct_edgellm_engine_params{size: C.sizeof_struct_edgellm_engine_params, model_fd: -1}
+}
+
+// edgellm_engine_params_init is API 1.0's, for programs built against the
+// 1.0 header: it writes the 1.0 struct, whatever this library's is.
+//
 //export edgellm_engine_params_init
 func edgellm_engine_params_init(p *C.struct_edgellm_engine_params) {
-	if p != nil {
-		*p = C.struct_edgellm_engine_params{size: C.sizeof_struct_edgellm_engine_params}
-	}
+	edgellm_engine_params_init_sized(p, C.size_engine_params_v1_0)
+}
+
+//export edgellm_engine_params_init_sized
+func edgellm_engine_params_init_sized(p *C.struct_edgellm_engine_params, size C.uint32_t) C.int {
+	d := defaultEngineParams()
+	return initSized("edgellm_engine_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_engine_params_v1_0, C.sizeof_struct_edgellm_engine_params)
 }
 
 //export edgellm_engine_load
@@ -59,10 +83,16 @@ func edgellm_engine_load(p *C.struct_edgellm_engine_params, out *C.edgellm_engin
 		if p == nil || out == nil {
 			return errorf(statusInvalidArgument, "edgellm_engine_load: params and out must not be NULL")
 		}
-		if err := checkSize("edgellm_engine_params", p.size, C.sizeof_struct_edgellm_engine_params); err != nil {
+		if err := notInCallback("edgellm_engine_load"); err != nil {
 			return err
 		}
-		opts := host.LoadOptions{Engine: goString(p.engine), StartTier: int(p.start_tier)}
+		if err := checkSize("edgellm_engine_params", p.size, C.size_engine_params_v1_0, C.sizeof_struct_edgellm_engine_params); err != nil {
+			return err
+		}
+		d := defaultEngineParams()
+		readIn(unsafe.Pointer(&d), unsafe.Pointer(p), p.size)
+		p = &d
+		opts := host.LoadOptions{Engine: goString(p.engine), StartTier: int(p.start_tier), Notices: logNotices{}}
 		if p.n_tiers < 0 || (p.n_tiers > 0 && p.tiers == nil) {
 			return errorf(statusInvalidArgument, "edgellm_engine_load: n_tiers %d with tiers %p", p.n_tiers, p.tiers)
 		}
@@ -73,14 +103,23 @@ func edgellm_engine_load(p *C.struct_edgellm_engine_params, out *C.edgellm_engin
 				}
 				opts.Tiers = append(opts.Tiers, C.GoString(t))
 			}
-		} else if p.model_path == nil {
-			return errorf(statusInvalidArgument, "edgellm_engine_load: model_path is NULL and there is no tier ladder")
+		} else if p.model_path == nil && p.model_fd < 0 {
+			return errorf(statusInvalidArgument, "edgellm_engine_load: model_path is NULL, model_fd is -1 and there is no tier ladder")
 		}
-		eng, err := host.Load(goString(p.model_path), opts)
+		path := goString(p.model_path)
+		if p.n_tiers == 0 && p.model_fd >= 0 {
+			fp, cleanup, err := fdModelPath(int(p.model_fd), int64(p.model_offset), int64(p.model_length))
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			path = fp
+		}
+		eng, err := host.Load(path, opts)
 		if err != nil {
 			return err
 		}
-		*out = C.edgellm_engine(handles.add(kindEngine, &engineObj{eng: eng}))
+		*out = C.edgellm_engine(handles.add(kindEngine, newEngineObj(eng)))
 		return nil
 	}()
 	return done(err, statusModel)
@@ -88,6 +127,9 @@ func edgellm_engine_load(p *C.struct_edgellm_engine_params, out *C.edgellm_engin
 
 //export edgellm_engine_free
 func edgellm_engine_free(h C.edgellm_engine) C.int {
+	if err := notInCallback("edgellm_engine_free"); err != nil {
+		return done(err, 0)
+	}
 	e, err := remove(uint64(h), kindEngine, func(e *engineObj) error {
 		if n := e.sessions.Load(); n > 0 {
 			return errorf(statusBusy, "edgellm_engine_free: %d session(s) still open; free them first", n)
@@ -98,17 +140,24 @@ func edgellm_engine_free(h C.edgellm_engine) C.int {
 		e.mu.Lock()
 		err = e.eng.Close()
 		e.mu.Unlock()
+		e.freeStrings()
 	}
 	return done(err, statusInternal)
 }
 
 // ---- session ----
 
+// edgellm_session_params_init is API 1.0's (the struct has not changed).
+//
 //export edgellm_session_params_init
 func edgellm_session_params_init(p *C.struct_edgellm_session_params) {
-	if p != nil {
-		*p = C.struct_edgellm_session_params{size: C.sizeof_struct_edgellm_session_params}
-	}
+	edgellm_session_params_init_sized(p, C.sizeof_struct_edgellm_session_params)
+}
+
+//export edgellm_session_params_init_sized
+func edgellm_session_params_init_sized(p *C.struct_edgellm_session_params, size C.uint32_t) C.int {
+	d := C.struct_edgellm_session_params{size: C.sizeof_struct_edgellm_session_params}
+	return initSized("edgellm_session_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.sizeof_struct_edgellm_session_params)
 }
 
 //export edgellm_session_new
@@ -120,6 +169,9 @@ func edgellm_session_new(h C.edgellm_engine, p *C.struct_edgellm_session_params,
 		}
 		if p == nil || out == nil {
 			return errorf(statusInvalidArgument, "edgellm_session_new: params and out must not be NULL")
+		}
+		if err := notInCallback("edgellm_session_new"); err != nil {
+			return err
 		}
 		if err := checkSize("edgellm_session_params", p.size, C.sizeof_struct_edgellm_session_params); err != nil {
 			return err
@@ -133,9 +185,7 @@ func edgellm_session_new(h C.edgellm_engine, p *C.struct_edgellm_session_params,
 				return errorf(statusInvalidArgument, "edgellm_session_new: %v", err)
 			}
 		}
-		if cfg.NCtx == 0 {
-			cfg.NCtx = min(2048, e.eng.Info().NCtxTrain)
-		}
+		cfg = cfg.Resolve(e.eng.Info().NCtxTrain) // the one default context rule
 		e.mu.Lock()
 		sess, err := e.eng.NewSession(cfg)
 		e.mu.Unlock()
@@ -143,7 +193,7 @@ func edgellm_session_new(h C.edgellm_engine, p *C.struct_edgellm_session_params,
 			return errorf(statusInvalidArgument, "edgellm_session_new: %v", err)
 		}
 		e.sessions.Add(1)
-		s := &sessionObj{eng: e, sess: sess, cfg: cfg, platform: sensors.NewPlatform(sensors.DefaultStaleness), cbuf: &cbuffer{}}
+		s := &sessionObj{eng: e, sess: sess, cfg: cfg, cbuf: &cbuffer{}}
 		*out = C.edgellm_session(handles.add(kindSession, s))
 		return nil
 	}()
@@ -152,6 +202,9 @@ func edgellm_session_new(h C.edgellm_engine, p *C.struct_edgellm_session_params,
 
 //export edgellm_session_free
 func edgellm_session_free(h C.edgellm_session) C.int {
+	if err := notInCallback("edgellm_session_free"); err != nil {
+		return done(err, 0)
+	}
 	s, err := remove(uint64(h), kindSession, func(s *sessionObj) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -161,6 +214,7 @@ func edgellm_session_free(h C.edgellm_session) C.int {
 		case s.busy.Load():
 			return errorf(statusBusy, "edgellm_session_free: a generation is running; cancel it and wait for it to return")
 		}
+		s.closed = true // no generation starts from now on
 		return nil
 	})
 	if err == nil {
@@ -175,17 +229,26 @@ func edgellm_session_free(h C.edgellm_session) C.int {
 
 // ---- generation ----
 
-//export edgellm_generate_params_init
-func edgellm_generate_params_init(p *C.struct_edgellm_generate_params) {
-	if p == nil {
-		return
-	}
+func defaultGenerateParams() C.struct_edgellm_generate_params {
 	d := host.DefaultSampling()
-	*p = C.struct_edgellm_generate_params{
+	return C.struct_edgellm_generate_params{
 		size: C.sizeof_struct_edgellm_generate_params, n_predict: 128,
 		temperature: C.float(d.Temp), top_k: C.int32_t(d.TopK), top_p: C.float(d.TopP),
 		min_p: C.float(d.MinP), repeat_penalty: C.float(d.RepeatPenalty), seed: C.uint64_t(d.Seed),
 	}
+}
+
+// edgellm_generate_params_init is API 1.0's: it writes the 1.0 struct.
+//
+//export edgellm_generate_params_init
+func edgellm_generate_params_init(p *C.struct_edgellm_generate_params) {
+	edgellm_generate_params_init_sized(p, C.size_generate_params_v1_0)
+}
+
+//export edgellm_generate_params_init_sized
+func edgellm_generate_params_init_sized(p *C.struct_edgellm_generate_params, size C.uint32_t) C.int {
+	d := defaultGenerateParams()
+	return initSized("edgellm_generate_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_generate_params_v1_0, C.sizeof_struct_edgellm_generate_params)
 }
 
 //export edgellm_generate
@@ -194,14 +257,23 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	if err != nil {
 		return done(err, statusInternal)
 	}
+	if testGenerateDelay > 0 {
+		time.Sleep(testGenerateDelay) // widens the window a racing edgellm_session_free must not slip through
+	}
 	if p == nil || cb == nil {
 		return done(errorf(statusInvalidArgument, "edgellm_generate: params and callback must not be NULL"), 0)
 	}
-	if err := checkSize("edgellm_generate_params", p.size, C.sizeof_struct_edgellm_generate_params); err != nil {
+	if err := checkSize("edgellm_generate_params", p.size, C.size_generate_params_v1_0, C.sizeof_struct_edgellm_generate_params); err != nil {
 		return done(err, 0)
 	}
+	gp := defaultGenerateParams()
+	readIn(unsafe.Pointer(&gp), unsafe.Pointer(p), p.size)
+	p = &gp
 	if p.n_predict <= 0 {
 		return done(errorf(statusInvalidArgument, "edgellm_generate: n_predict %d must be positive", p.n_predict), 0)
+	}
+	if p.flags&^C.EDGELLM_GENERATE_UTF8_COMPLETE != 0 {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: unknown bits %#x in flags", p.flags&^C.EDGELLM_GENERATE_UTF8_COMPLETE), 0)
 	}
 	smp := host.DefaultSampling()
 	smp.Temp, smp.TopK, smp.TopP, smp.MinP = float32(p.temperature), int(p.top_k), float32(p.top_p), float32(p.min_p)
@@ -209,10 +281,35 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	if err := smp.Validate(); err != nil {
 		return done(errorf(statusInvalidArgument, "edgellm_generate: %v", err), 0)
 	}
-	if !s.busy.CompareAndSwap(false, true) {
+	draft, draftK := goString(p.draft), int(p.draft_k)
+	if draftK < 0 || draftK > abi.MaxSpecK {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: draft_k %d out of range 0..%d", draftK, abi.MaxSpecK), 0)
+	}
+	if draftK == 0 {
+		draftK = 4
+	}
+	if err := notInCallback("edgellm_generate"); err != nil {
+		return done(err, 0)
+	}
+	// Busy and closed change together under s.mu: a generation never starts
+	// on a session edgellm_session_free has closed, and a free never closes
+	// a session that generates.
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return done(errorf(statusBadHandle, "edgellm_generate: session %#x was freed", uint64(h)), 0)
+	case s.busy.Load():
+		s.mu.Unlock()
 		return done(errorf(statusBusy, "edgellm_generate: this session is already generating"), 0)
 	}
-	defer s.busy.Store(false)
+	s.busy.Store(true)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.busy.Store(false)
+		s.mu.Unlock()
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.cancel.Store(&cancel)
@@ -222,20 +319,75 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	defer s.eng.mu.Unlock()
 	vocab := s.eng.eng.Vocab()
 	text := goString(p.prompt)
+	start := s.sess.Len()
 	var prompt []int32
 	switch {
 	case text != "":
-		if prompt, err = vocab.Tokenize(text, s.sess.Len() == 0); err != nil {
+		if prompt, err = vocab.Tokenize(text, start == 0); err != nil {
 			return done(errorf(statusInvalidArgument, "edgellm_generate: prompt: %v", err), 0)
 		}
-	case s.sess.Len() == 0:
+	case start == 0:
 		prompt = []int32{vocab.BOS()}
 	default:
-		return done(errorf(statusInvalidArgument, "edgellm_generate: an empty prompt continues nothing: the session already holds %d positions", s.sess.Len()), 0)
+		return done(errorf(statusInvalidArgument, "edgellm_generate: an empty prompt continues nothing: the session already holds %d positions", start), 0)
 	}
-	opts := host.GenerateOptions{NPredict: int(p.n_predict), Sampling: smp, StopAtEOG: true}
+	if draft != "" && start != 0 {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: a draft needs an empty session (new, or edgellm_session_reset); this one holds %d positions", start), 0)
+	}
+	if start > len(s.toks) { // positions the library did not see decoded: unknown tokens
+		s.toks = append(s.toks, make([]int32, start-len(s.toks))...)
+		s.toksLost = true
+	}
+	s.toks = append(s.toks[:start], prompt...)
+	s.used.Store(int32(len(s.toks)))
+	whole := p.flags&C.EDGELLM_GENERATE_UTF8_COMPLETE != 0
+	s.utf8.reset()
+	bare, first := text == "", true // from BOS: the text starts at the first piece
+	emit := func(tok int32) error {
+		s.toks = append(s.toks, tok)
+		s.used.Store(int32(len(s.toks)))
+		s.pbuf = vocab.Piece(s.pbuf[:0], tok)
+		piece := s.pbuf
+		if first && bare && len(piece) > 0 && piece[0] == ' ' {
+			piece = piece[1:] // SentencePiece's space prefix at the start of text
+		}
+		first = false
+		if whole {
+			piece = s.utf8.push(piece)
+		}
+		cs := s.cbuf.set(piece)
+		if C.edgellm_call_token_callback(cb, cs, C.int32_t(len(piece)), C.int32_t(tok), user) != 0 {
+			return errStop
+		}
+		return nil
+	}
+	st, dst, err := s.run(ctx, vocab, prompt, smp, int(p.n_predict), emit, draft, draftK)
+	if whole {
+		if rest := s.utf8.flush(); rest != nil {
+			cs := s.cbuf.set(rest)
+			C.edgellm_call_token_callback(cb, cs, C.int32_t(len(rest)), C.EDGELLM_TOKEN_NONE, user)
+		}
+	}
+	s.mu.Lock()
+	s.last, s.draft = st, dst
+	s.mu.Unlock()
+	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("edgellm_generate: %w", err)
+	}
+	return done(err, statusInternal)
+}
+
+// run is the one call of host.Generate (and host.AttachDraft): everything
+// the C API needs of a generation goes through here. s.eng.mu is held.
+func (s *sessionObj) run(ctx context.Context, vocab host.Vocab, prompt []int32, smp host.SamplingParams, n int,
+	emit func(int32) error, draft string, draftK int) (host.Stats, host.DraftStats, error) {
+	opts := host.GenerateOptions{NPredict: n, Sampling: smp, Prompt: prompt, Emit: emit}
 	s.mu.Lock()
 	if s.policy != nil {
+		if draft != "" {
+			s.mu.Unlock()
+			return host.Stats{}, host.DraftStats{}, errorf(statusInvalidArgument, "edgellm_generate: a draft with a policy attached (the policy would drive it): free the policy first")
+		}
 		ad := s.policy.ad
 		opts.BeforeStep = func(step int) error {
 			err := ad.BeforeStep(step)
@@ -244,29 +396,19 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 		}
 	}
 	s.mu.Unlock()
-	bare, first := text == "", true // from BOS: the text starts at the first piece
-	emit := func(tok int32) error {
-		s.pbuf = vocab.Piece(s.pbuf[:0], tok)
-		piece := s.pbuf
-		if first && bare && len(piece) > 0 && piece[0] == ' ' {
-			piece = piece[1:] // SentencePiece's space prefix at the start of text
+	var dst host.DraftStats
+	if draft != "" {
+		d, err := host.AttachDraft(s.eng.eng, s.sess, host.DraftOptions{Spec: draft, K: draftK, Sampling: smp})
+		if err != nil {
+			return host.Stats{}, dst, errorf(statusInvalidArgument, "edgellm_generate: draft %q: %v", draft, err)
 		}
-		first = false
-		cs := s.cbuf.set(piece)
-		if C.edgellm_call_token_callback(cb, cs, C.int32_t(len(piece)), C.int32_t(tok), user) != 0 {
-			return errStop
-		}
-		return nil
+		defer func() { d.Close() }()
+		opts.Draft = d
+		st, err := host.Generate(ctx, s.sess, opts)
+		return st, d.Stats(), err
 	}
-	opts.Vocab, opts.Prompt, opts.Emit = vocab, prompt, emit
 	st, err := host.Generate(ctx, s.sess, opts)
-	s.mu.Lock()
-	s.last = st
-	s.mu.Unlock()
-	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, context.Canceled) {
-		err = fmt.Errorf("edgellm_generate: %w", err)
-	}
-	return done(err, statusInternal)
+	return st, dst, err
 }
 
 //export edgellm_cancel
@@ -282,190 +424,9 @@ func edgellm_cancel(h C.edgellm_session) C.int {
 
 // ---- sensors ----
 
+// edgellm_sensors_init is API 1.0's (the struct has not changed).
+//
 //export edgellm_sensors_init
 func edgellm_sensors_init(r *C.struct_edgellm_sensors) {
-	if r != nil {
-		*r = C.struct_edgellm_sensors{size: C.sizeof_struct_edgellm_sensors}
-	}
-}
-
-//export edgellm_sensors_push
-func edgellm_sensors_push(h C.edgellm_session, r *C.struct_edgellm_sensors) C.int {
-	err := func() error {
-		s, err := get[*sessionObj](uint64(h), kindSession)
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			return errorf(statusInvalidArgument, "edgellm_sensors_push: readings must not be NULL")
-		}
-		if err := checkSize("edgellm_sensors", r.size, C.sizeof_struct_edgellm_sensors); err != nil {
-			return err
-		}
-		const known = C.EDGELLM_SENSORS_MEMORY | C.EDGELLM_SENSORS_TRIM | C.EDGELLM_SENSORS_THERMAL | C.EDGELLM_SENSORS_BATTERY
-		if r.set&^known != 0 {
-			return errorf(statusInvalidArgument, "edgellm_sensors_push: unknown bits %#x in set", r.set&^known)
-		}
-		// The same rules as sensors.Platform's Go API: each push is checked
-		// there and refused whole if out of range.
-		var errs []error
-		if r.set&C.EDGELLM_SENSORS_MEMORY != 0 {
-			errs = append(errs, s.platform.PushMemoryInfo(int64(r.avail_mem_bytes), int64(r.threshold_bytes), int64(r.total_mem_bytes), r.low_memory != 0))
-		}
-		if r.set&C.EDGELLM_SENSORS_TRIM != 0 {
-			errs = append(errs, s.platform.PushTrimLevel(int(r.trim_level)))
-		}
-		if r.set&C.EDGELLM_SENSORS_THERMAL != 0 {
-			errs = append(errs, s.platform.PushThermalStatus(int(r.thermal_status)))
-		}
-		if r.set&C.EDGELLM_SENSORS_BATTERY != 0 {
-			errs = append(errs, s.platform.PushBattery(float64(r.battery_pct), r.charging != 0))
-		}
-		if err := errors.Join(errs...); err != nil {
-			return errorf(statusInvalidArgument, "edgellm_sensors_push: %v", err)
-		}
-		return nil
-	}()
-	return done(err, statusInternal)
-}
-
-// ---- policy ----
-
-//export edgellm_policy_params_init
-func edgellm_policy_params_init(p *C.struct_edgellm_policy_params) {
-	if p != nil {
-		*p = C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
-	}
-}
-
-//export edgellm_policy_attach
-func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_params, out *C.edgellm_policy) C.int {
-	err := func() error {
-		s, err := get[*sessionObj](uint64(h), kindSession)
-		if err != nil {
-			return err
-		}
-		if p == nil || out == nil {
-			return errorf(statusInvalidArgument, "edgellm_policy_attach: params and out must not be NULL")
-		}
-		if err := checkSize("edgellm_policy_params", p.size, C.sizeof_struct_edgellm_policy_params); err != nil {
-			return err
-		}
-		if p.bundle_path == nil && p.inbox_dir == nil {
-			return errorf(statusInvalidArgument, "edgellm_policy_attach: neither bundle_path nor inbox_dir is set")
-		}
-		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir))
-		if p.trusted_key != nil {
-			td, err := policy.ReadTrust(C.GoString(p.trusted_key))
-			if err != nil {
-				return errorf(classify(err, statusPolicy), "edgellm_policy_attach: trusted key: %v", err)
-			}
-			cfg = cfg.WithTrustDir(td)
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.policy != nil {
-			return errorf(statusBusy, "edgellm_policy_attach: the session already has a policy; free it first")
-		}
-		if s.busy.Load() {
-			return errorf(statusBusy, "edgellm_policy_attach: a generation is running")
-		}
-		s.eng.mu.Lock()
-		ad, err := host.AttachPolicy(context.Background(), s.eng.eng, s.sess, host.PolicyOptions{
-			Path: goString(p.bundle_path), Inbox: goString(p.inbox_dir), Config: &cfg, Sensors: goString(p.sensors),
-			SensorOptions: host.SensorOptions{Platform: s.platform}, Session: s.cfg,
-		})
-		s.eng.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("edgellm_policy_attach: %w", err)
-		}
-		s.policy = &policyObj{sess: s, ad: ad}
-		d := ad.Current()
-		s.live = policySnapshot{tier: d.Tier, specK: d.SpecK, window: d.Window}
-		*out = C.edgellm_policy(handles.add(kindPolicy, s.policy))
-		return nil
-	}()
-	return done(err, statusPolicy)
-}
-
-//export edgellm_policy_load
-func edgellm_policy_load(h C.edgellm_policy, path *C.char) C.int {
-	err := func() error {
-		pol, err := get[*policyObj](uint64(h), kindPolicy)
-		if err != nil {
-			return err
-		}
-		if path == nil {
-			return errorf(statusInvalidArgument, "edgellm_policy_load: bundle_path is NULL")
-		}
-		// The runtime swaps a verified module in between decide calls: safe
-		// while another thread generates.
-		if err := pol.ad.Load(context.Background(), C.GoString(path)); err != nil {
-			return fmt.Errorf("edgellm_policy_load: %w", err)
-		}
-		return nil
-	}()
-	return done(err, statusPolicy)
-}
-
-//export edgellm_policy_free
-func edgellm_policy_free(h C.edgellm_policy) C.int {
-	pol, err := remove(uint64(h), kindPolicy, func(p *policyObj) error {
-		if p.sess.busy.Load() {
-			return errorf(statusBusy, "edgellm_policy_free: its session is generating")
-		}
-		return nil
-	})
-	if err == nil {
-		pol.sess.mu.Lock()
-		pol.sess.policy = nil
-		pol.sess.mu.Unlock()
-		err = pol.ad.Close()
-	}
-	return done(err, statusInternal)
-}
-
-// ---- stats ----
-
-//export edgellm_stats_init
-func edgellm_stats_init(st *C.struct_edgellm_stats) {
-	if st != nil {
-		*st = C.struct_edgellm_stats{size: C.sizeof_struct_edgellm_stats}
-	}
-}
-
-//export edgellm_session_stats
-func edgellm_session_stats(h C.edgellm_session, out *C.struct_edgellm_stats) C.int {
-	err := func() error {
-		s, err := get[*sessionObj](uint64(h), kindSession)
-		if err != nil {
-			return err
-		}
-		if out == nil {
-			return errorf(statusInvalidArgument, "edgellm_session_stats: out must not be NULL")
-		}
-		if err := checkSize("edgellm_stats", out.size, C.sizeof_struct_edgellm_stats); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		st := C.struct_edgellm_stats{
-			size: out.size, n_prompt: C.int32_t(s.last.PromptTokens), n_generated: C.int32_t(s.last.GeneratedTokens),
-			prefill_tok_per_sec: C.double(s.last.PrefillTPS()), decode_tok_per_sec: C.double(s.last.DecodeTPS()),
-		}
-		if !s.busy.Load() {
-			st.n_ctx_used = C.int32_t(s.sess.Len()) // Len is not safe during a generation
-		} else {
-			st.n_ctx_used = -1
-		}
-		if s.policy != nil {
-			l := s.live
-			st.tier, st.spec_k, st.window = C.int32_t(l.tier), C.int32_t(l.specK), C.int32_t(l.window)
-			st.policy_calls, st.policy_failures = C.int64_t(l.calls), C.int64_t(l.failures)
-			st.policy_revision = C.int64_t(s.policy.ad.Revision()) // the runtime's: safe from any thread
-		}
-		*out = st
-		return nil
-	}()
-	return done(err, statusInternal)
+	edgellm_sensors_init_sized(r, C.sizeof_struct_edgellm_sensors)
 }

@@ -1,5 +1,8 @@
 package capi
 
+// #include <stdlib.h>
+import "C"
+
 import (
 	"context"
 	"sync"
@@ -73,25 +76,43 @@ type engineObj struct {
 	mu       sync.Mutex
 	eng      host.Engine
 	sessions atomic.Int32 // live sessions: the engine cannot be freed before them
+	strs     engineStrings
 }
 
-// sessionObj is one sequence, the readings its app pushes, and the policy
-// attached to it.
+// devicePlatform holds the readings the app pushes: memory, thermal and
+// battery belong to the device, so every session's policy sees the same.
+var devicePlatform = sensors.NewPlatform(sensors.DefaultStaleness)
+
+// engineObj info strings: C copies made once, freed with the engine.
+type engineStrings struct {
+	arch, name, fileType, engine, chatTemplate *C.char
+}
+
+// sessionObj is one sequence and the policy attached to it.
 type sessionObj struct {
-	eng      *engineObj
-	sess     host.Session
-	cfg      host.SessionConfig
-	platform *sensors.Platform
+	eng  *engineObj
+	sess host.Session
+	cfg  host.SessionConfig
 
-	busy   atomic.Bool                        // a generation runs
-	cancel atomic.Pointer[context.CancelFunc] // of the running generation
-	pbuf   []byte                             // token text scratch (Go side)
-	cbuf   *cbuffer                           // token text handed to C
+	// busy is set while a generation runs, closed once edgellm_session_free
+	// has succeeded; both change only under mu, so a generation and a free
+	// exclude each other: a free during a generation is refused, a
+	// generation after a free finds closed.
+	busy     atomic.Bool
+	cancel   atomic.Pointer[context.CancelFunc] // of the running generation
+	used     atomic.Int32                       // n_ctx_used during a generation
+	pbuf     []byte                             // token text scratch (Go side)
+	cbuf     *cbuffer                           // token text handed to C
+	utf8     utf8Joiner                         // EDGELLM_GENERATE_UTF8_COMPLETE
+	toks     []int32                            // every token fed or generated, in order (edgellm_session_save)
+	toksLost bool                               // toks has gaps: save refuses until a reset or restore
 
-	mu     sync.Mutex // guards policy, last and live
+	mu     sync.Mutex // guards busy/closed transitions, policy, last, live
+	closed bool
 	policy *policyObj
 	last   host.Stats
-	live   policySnapshot // the policy's state after its last step
+	draft  host.DraftStats // of the last generation with a draft
+	live   policySnapshot  // the policy's state after its last step
 }
 
 // policySnapshot is what the stats report of a policy, copied after each of

@@ -5,8 +5,10 @@
 //
 //   java -Djava.library.path=DIR EdgeLLM MODEL
 //
-// It streams greedy text from BOS into Java, pushes a thermal reading, and
-// prints "jni: N passed, M failed".
+// It streams greedy text from BOS into Java, then 64 tokens at temperature
+// 100 (whole UTF-8 characters only, converted to UTF-16 by the shim: run
+// with -Xcheck:jni, which aborts on malformed strings), pushes a thermal
+// reading, and prints "jni: N passed, M failed".
 public final class EdgeLLM {
     static { System.loadLibrary("edgellm_jni"); }
 
@@ -15,7 +17,8 @@ public final class EdgeLLM {
 
     static native long engineLoad(String model);
     static native long sessionNew(long engine);
-    static native int generate(long session, int nPredict, TokenListener listener);
+    static native int generate(long session, int nPredict, float temperature, long seed, TokenListener listener);
+    static native int sessionReset(long session);
     static native int pushThermal(long session, int status);
     static native int sessionFree(long session);
     static native int engineFree(long engine);
@@ -32,14 +35,34 @@ public final class EdgeLLM {
         }
         long session = sessionNew(engine);
         StringBuilder text = new StringBuilder();
-        int rc = generate(session, 64, t -> { text.append(t); return true; });
+        int rc = generate(session, 64, 0f, 42, t -> { text.append(t); return true; });
         if (rc == 0 && text.toString().startsWith(golden)) { passed++; } else { failed++; System.out.println("FAIL generate rc " + rc + ": \"" + text + "\" " + lastError()); }
         System.out.println("java got: " + text);
 
         long second = sessionNew(engine); // a fresh context: from BOS again
         int[] n = {0};
-        rc = generate(second, 32, t -> ++n[0] < 3);
+        rc = generate(second, 32, 0f, 42, t -> ++n[0] < 3);
         if (rc == 7 && n[0] == 3) { passed++; } else { failed++; System.out.println("FAIL stop from Java: rc " + rc + " after " + n[0]); }
+
+        // Temperature 100: byte tokens come up; every piece must be whole
+        // characters (a lone surrogate would mean a split one).
+        int[] bad = {0}, pieces = {0};
+        StringBuilder hot = new StringBuilder();
+        rc = sessionReset(second) == 0 ? generate(second, 64, 100f, 7, t -> {
+            pieces[0]++;
+            for (int i = 0; i < t.length(); i++) {
+                char c = t.charAt(i);
+                if (Character.isHighSurrogate(c)) {
+                    if (i + 1 < t.length() && Character.isLowSurrogate(t.charAt(i + 1))) i++; else bad[0]++;
+                } else if (Character.isLowSurrogate(c)) {
+                    bad[0]++;
+                }
+            }
+            hot.append(t);
+            return true;
+        }) : -1;
+        if (rc == 0 && bad[0] == 0 && pieces[0] > 0) { passed++; } else { failed++; System.out.println("FAIL temperature 100: rc " + rc + ", " + bad[0] + " broken characters in " + pieces[0] + " pieces"); }
+        System.out.println("java got at temperature 100: " + pieces[0] + " pieces, " + hot.length() + " UTF-16 units");
 
         if (pushThermal(session, 3) == 0) { passed++; } else { failed++; System.out.println("FAIL pushThermal: " + lastError()); }
         if (pushThermal(session, 9) == 1 && lastError().length() > 0) { passed++; } else { failed++; System.out.println("FAIL thermal status 9 accepted"); }

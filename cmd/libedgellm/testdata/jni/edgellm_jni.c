@@ -31,24 +31,42 @@ struct listener {
     JNIEnv *env;
     jobject obj;
     jmethodID on_token;
-    char buf[256];
+    jchar buf[512];
 };
 
-// Token text is UTF-8 bytes; pieces of a multi-byte character are passed as
-// they come (a real app would buffer them); stories260K's are ASCII.
+// Token text comes as whole UTF-8 characters (EDGELLM_GENERATE_UTF8_COMPLETE,
+// set below), converted here to UTF-16 for NewString: NewStringUTF takes
+// Java's "modified UTF-8", in which a 4-byte character (an emoji) is not
+// valid and CheckJNI aborts. A held-back partial character arrives as an
+// empty piece, which is not passed on.
 static int on_token(const char *text, int32_t len, int32_t token, void *user) {
     (void)token;
     struct listener *l = user;
-    if (len > (int32_t)sizeof l->buf - 1) len = sizeof l->buf - 1;
-    memcpy(l->buf, text, (size_t)len);
-    l->buf[len] = 0;
-    jstring s = (*l->env)->NewStringUTF(l->env, l->buf);
-    jboolean more = (*l->env)->CallBooleanMethod(l->env, l->obj, l->on_token, s);
-    (*l->env)->DeleteLocalRef(l->env, s);
+    if (len == 0) return 0;
+    const unsigned char *s = (const unsigned char *)text;
+    jsize n = 0;
+    for (int32_t i = 0; i < len && n < (jsize)(sizeof l->buf / sizeof l->buf[0]) - 2;) {
+        uint32_t c = s[i];
+        int k = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
+        if (k) c &= 0x3F >> k;
+        for (int j = 1; j <= k && i + j < len; j++) c = c << 6 | (s[i + j] & 0x3F);
+        i += k + 1;
+        if (c >= 0x10000) {
+            c -= 0x10000;
+            l->buf[n++] = (jchar)(0xD800 | c >> 10);
+            l->buf[n++] = (jchar)(0xDC00 | (c & 0x3FF));
+        } else {
+            l->buf[n++] = (jchar)c;
+        }
+    }
+    jstring str = (*l->env)->NewString(l->env, l->buf, n);
+    jboolean more = (*l->env)->CallBooleanMethod(l->env, l->obj, l->on_token, str);
+    (*l->env)->DeleteLocalRef(l->env, str);
+    if ((*l->env)->ExceptionCheck(l->env)) return 1; // the listener threw: stop; Java sees it on return
     return more ? 0 : 1;
 }
 
-JNIEXPORT jint JNICALL Java_EdgeLLM_generate(JNIEnv *env, jclass cls, jlong session, jint n, jobject listener) {
+JNIEXPORT jint JNICALL Java_EdgeLLM_generate(JNIEnv *env, jclass cls, jlong session, jint n, jfloat temperature, jlong seed, jobject listener) {
     (void)cls;
     struct listener l = {.env = env, .obj = listener};
     jclass lc = (*env)->GetObjectClass(env, listener);
@@ -56,8 +74,20 @@ JNIEXPORT jint JNICALL Java_EdgeLLM_generate(JNIEnv *env, jclass cls, jlong sess
     struct edgellm_generate_params p;
     edgellm_generate_params_init(&p);
     p.n_predict = n;
-    p.temperature = 0;
+    p.temperature = temperature;
+    p.seed = (uint64_t)seed;
+    if (temperature > 1) { // the whole distribution: every token may come up
+        p.top_k = 0;
+        p.top_p = 1;
+        p.min_p = 0;
+    }
+    p.flags = EDGELLM_GENERATE_UTF8_COMPLETE; // Java strings need whole characters
     return edgellm_generate((edgellm_session)session, &p, on_token, &l);
+}
+
+JNIEXPORT jint JNICALL Java_EdgeLLM_sessionReset(JNIEnv *env, jclass cls, jlong session) {
+    (void)env; (void)cls;
+    return edgellm_session_reset((edgellm_session)session);
 }
 
 JNIEXPORT jint JNICALL Java_EdgeLLM_pushThermal(JNIEnv *env, jclass cls, jlong session, jint status) {

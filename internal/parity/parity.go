@@ -1,4 +1,8 @@
-package native
+// Package parity compares the two engines' logits on the same tokens
+// (llama.cpp is the reference), and the native engine against itself with
+// a quantized KV cache. It sits above both engines: neither imports the
+// other.
+package parity
 
 import (
 	"fmt"
@@ -6,12 +10,13 @@ import (
 
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/llamacpp"
+	"github.com/edgellm/edgellm/internal/native"
 	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/kernels"
 )
 
-// ParityOptions configures Parity.
-type ParityOptions struct {
+// Options configures Parity.
+type Options struct {
 	N       int     // greedy steps compared (logit vectors), ≥ 1
 	Prompt  []int32 // nil = [BOS]
 	Threads int
@@ -42,16 +47,16 @@ func flash(a engine.Attention) engine.Attention {
 }
 
 // loadReference loads the llama.cpp engine a comparison measures against:
-// the same weights, repacked when the native engine's are (ParityOptions.Repack):
+// the same weights, repacked when the native engine's are (Options.Repack):
 // like is compared with like, both engines run the same ggml kernels.
 func loadReference(path string, repack bool) (*llamacpp.Engine, error) {
 	return llamacpp.Load(path, llamacpp.Options{Repack: repack})
 }
 
-// ParityResult compares the native engine's logits with llama.cpp's on the
+// Result compares the native engine's logits with llama.cpp's on the
 // same tokens. Both engines are fed the reference's greedy tokens, so one
 // disagreement does not derail the rest of the comparison.
-type ParityResult struct {
+type Result struct {
 	N               int     `json:"n"`
 	Top1Agreement   float64 `json:"top1_agreement"`
 	MaxAbsLogitDiff float64 `json:"max_abs_logit_diff"`
@@ -65,22 +70,22 @@ type ParityResult struct {
 }
 
 // Parity runs llama.cpp and the native engine on the model at path.
-func Parity(path string, o ParityOptions) (*ParityResult, error) {
+func Parity(path string, o Options) (*Result, error) {
 	if o.N < 1 {
 		return nil, fmt.Errorf("parity: n = %d (want ≥ 1)", o.N)
 	}
-	kvType, err := kvGGMLType(o.KVType)
+	kvType, err := kvName(o.KVType)
 	if err != nil {
 		return nil, err
 	}
 	refKV := engine.KVF16
-	if kvType == kernels.GGMLTypeF32 {
+	if kvType == engine.KVF32 {
 		refKV = engine.KVF32
 	}
 	if o.SameKV && o.KVType != "" {
 		refKV = o.KVType
 	}
-	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
+	eng, err := native.Load(path, native.Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +110,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 		return nil, err
 	}
 	defer ref.Close()
-	sess, err := eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads,
+	sess, err := eng.NewSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads,
 		KVType: o.KVType, Attention: att})
 	if err != nil {
 		return nil, err
@@ -116,7 +121,7 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.KVType, res.RefKVType, res.Attention = kvType.String(), string(refKV), att.String()
+	res.KVType, res.RefKVType, res.Attention = string(kvType), string(refKV), att.String()
 	res.Repack = o.Repack
 	return res, nil
 }
@@ -124,8 +129,8 @@ func Parity(path string, o ParityOptions) (*ParityResult, error) {
 // CompareKV runs the native engine twice on the same tokens, with F16 KV
 // (the reference) and with kv, and compares their logits: the cost of KV
 // quantization.
-func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, error) {
-	eng, err := Load(path, Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
+func CompareKV(path string, kv engine.KVType, o Options) (*Result, error) {
+	eng, err := native.Load(path, native.Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +141,8 @@ func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, e
 	}
 	nCtx := len(prompt) + o.N
 	att := flash(o.Attention)
-	mk := func(t engine.KVType) (*Session, error) {
-		return eng.newSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads, KVType: t, Attention: att})
+	mk := func(t engine.KVType) (engine.Session, error) {
+		return eng.NewSession(engine.SessionConfig{NCtx: nCtx, NBatch: len(prompt), Threads: o.Threads, KVType: t, Attention: att})
 	}
 	ref, err := mk(engine.KVF16)
 	if err != nil {
@@ -159,9 +164,9 @@ func CompareKV(path string, kv engine.KVType, o ParityOptions) (*ParityResult, e
 
 // compareSessions feeds both sessions the prompt and then the reference's
 // greedy tokens for n steps, comparing the last-token logits at each step.
-func compareSessions(ref, cand engine.Session, prompt []int32, n, nv int) (*ParityResult, error) {
+func compareSessions(ref, cand engine.Session, prompt []int32, n, nv int) (*Result, error) {
 	lr, lc := make([]float32, nv), make([]float32, nv)
-	res := &ParityResult{N: n}
+	res := &Result{N: n}
 	toks := prompt
 	agree := 0
 	for step := 0; step < n; step++ {
@@ -195,4 +200,12 @@ func compareSessions(ref, cand engine.Session, prompt []int32, n, nv int) (*Pari
 	res.KLMean /= float64(n)
 	res.Top1Agreement = float64(agree) / float64(n)
 	return res, nil
+}
+
+// kvName validates a KV type name ("" is f16, the engines' default).
+func kvName(t engine.KVType) (engine.KVType, error) {
+	if t == "" {
+		return engine.KVF16, nil
+	}
+	return engine.ParseKVType(string(t))
 }
