@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
+.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -126,6 +126,12 @@ bench: build policies
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
 	./$(BIN) bench --spin-sweep --engine llamacpp -t 2 -n 64 -r 2 --hogs 2
 	EDGELLM_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+	$(MAKE) bench-families
+
+# Every native family's full-size SYNTHETIC shape (issue #28): parity with
+# llama.cpp and native ÷ llama.cpp speed, one shape at a time.
+bench-families: build
+	EDGELLM_SHARED=$(SHARED) scripts/bench-families.sh ./$(BIN)
 
 # CPU contention scenario (issue #13) alone, verbose: TestScenarioCPU runs
 # testdata/scenarios/cpu-contention-long.yaml (static -t 1, static -t 2 and

@@ -3,15 +3,17 @@ package host
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/llamacpp"
+	"github.com/edgellm/edgellm/internal/native"
 	"github.com/edgellm/edgellm/kernels"
 )
 
 // LoadOptions configures Load.
 type LoadOptions struct {
-	// Engine is "auto" (native for llama-architecture models, else llamacpp),
+	// Engine is "auto" (native for the architectures it runs, native.FamilyNames, else llamacpp),
 	// "native" or "llamacpp". "" means auto.
 	Engine string
 	// Tiers, when set, is a tier ladder (GGUF files of one base model, high to
@@ -110,14 +112,21 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 			return nil, fmt.Errorf("the native engine always maps the weights (LoadOptions.NoMmap): it owns their residency with madvise")
 		case opts.NoMmap:
 			fmt.Fprintf(notices, "edgellm: LoadOptions.NoMmap: using the llamacpp engine (the native engine always maps the weights)\n")
-		case nativeLoader != nil && f.Arch() == "llama":
+		case nativeLoader != nil && native.Supported(f.Arch()):
 			e, err := nativeLoader(first, opts)
-			if err == nil || kind == "native" || len(opts.Tiers) == 0 {
+			if err == nil {
+				if kind == "auto" {
+					fmt.Fprintf(notices, "edgellm: engine native: architecture %q runs on the native engine (%s)\n", f.Arch(), strings.Join(native.FamilyNames(), ", "))
+				}
+				return e, nil
+			}
+			if kind == "native" || (len(opts.Tiers) == 0 && f.Arch() == "llama") {
 				return e, err
 			}
 			// A ladder the native engine cannot map as weight sets (e.g.
-			// tiers of different shapes): the llamacpp ladder reloads.
-			fmt.Fprintf(notices, "edgellm: the native engine cannot run this tier ladder (%v); using llamacpp\n", err)
+			// tiers of different shapes), or a file of a native family
+			// whose metadata the native graph refuses: llamacpp runs it.
+			fmt.Fprintf(notices, "edgellm: the native engine cannot run this %s (%v); using llamacpp\n", map[bool]string{true: "tier ladder", false: "model"}[len(opts.Tiers) > 0], err)
 		case kind == "native":
 			return nil, fmt.Errorf("%s: architecture %q is not supported by the native engine", first, f.Arch())
 		case nativeLoader != nil:
@@ -125,7 +134,7 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 		}
 	}
 	if len(opts.LayerSets) > 0 {
-		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a llama model", first)
+		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a model of a family it runs", first)
 	}
 	if opts.RepackLayers != 0 {
 		return nil, fmt.Errorf("%s: only the native engine repacks some layers (llama.cpp repacks all or nothing): set LoadOptions.RepackLayers to 0 or LoadOptions.Engine to \"native\"", first)

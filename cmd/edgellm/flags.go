@@ -28,7 +28,7 @@ func addAttentionFlag(fs *pflag.FlagSet) {
 }
 
 func addEngineFlag(fs *pflag.FlagSet) {
-	fs.String("engine", "auto", "engine: auto (native for llama models, else llamacpp), native or llamacpp")
+	fs.String("engine", "auto", "engine: auto (native for llama, qwen2, qwen3, gemma2, gemma3 and phi3 models, else llamacpp), native or llamacpp")
 }
 
 func addJSONFlag(fs *pflag.FlagSet) {

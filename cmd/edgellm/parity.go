@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		Name:    "parity",
 		Summary: "compare the native engine's logits with llama.cpp's on the same model and tokens",
-		Usage:   "[-m MODEL] [--kv-type T] [-n N] [--repack] [--json]",
+		Usage:   "[-m MODEL] [--kv-type T [--same-kv]] [-n N] [--repack] [--json]",
 		Flags: func(fs *pflag.FlagSet) {
 			addModelFlag(fs)
 			addKVTypeFlag(fs)
@@ -23,6 +23,7 @@ func init() {
 			fs.IntP("n", "n", 256, "greedy steps to compare")
 			addAttentionFlag(fs)
 			fs.Bool("repack", false, "repack the weights of both engines (like with like: the same interleaved kernels on both sides)")
+			fs.Bool("same-kv", false, "give llama.cpp the native engine's quantized KV type too (default: compare against F16 KV); needs flash attention")
 			addVerboseFlag(fs)
 		},
 		Run: runParity,
@@ -37,6 +38,7 @@ type parityOptions struct {
 	N         int    `koanf:"n"`
 	Attention string `koanf:"attention"`
 	Repack    bool   `koanf:"repack"`
+	SameKV    bool   `koanf:"same-kv"`
 	Verbose   bool   `koanf:"verbose"`
 }
 
@@ -74,7 +76,7 @@ func runParity(c *cmdEnv, args []string) error {
 			return err
 		}
 	}
-	r, err := parity.Parity(path, parity.Options{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack})
+	r, err := parity.Parity(path, parity.Options{N: o.N, Threads: o.Threads, KVType: kv, Attention: att, Repack: o.Repack, SameKV: o.SameKV})
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,12 @@ import (
 func init() {
 	register(&command{
 		Name:    "synth",
-		Summary: "write a SYNTHETIC llama GGUF (random weights, real tokenizer) in the shape of a real model",
+		Summary: "write a SYNTHETIC GGUF (random weights, real tokenizer) in the shape of a real model: llama, qwen2, qwen3, gemma2, gemma3, phi3",
 		Usage:   "--shape NAME [--type TYPE] [--vocab VOCAB.gguf] [--seed S] -o OUT",
 		Flags: func(fs *pflag.FlagSet) {
 			fs.String("shape", "tiny", "shape: "+strings.Join(synth.ShapeNames(), ", "))
 			fs.String("type", "q4_0", "weight type: f32, f16, bf16, q8_0, q5_0, q5_1, q4_0, q4_1, q2_k..q6_k (norms stay f32)")
-			fs.String("vocab", "", "vocabulary GGUF whose tokenizer is copied (default ../shared/"+synth.DefaultVocab+")")
+			fs.String("vocab", "", "vocabulary GGUF whose tokenizer is copied (default: the shape's, else ../shared/"+synth.DefaultVocab+")")
 			addSeedFlag(fs)
 			fs.StringP("output", "o", "", "output GGUF path (required)")
 			fs.Int("n-embd", 0, "override the shape's embedding length")
@@ -95,15 +95,19 @@ func runSynth(c *cmdEnv, args []string) error {
 	}
 	vocab := o.Vocab
 	if vocab == "" {
-		if vocab = findShared(synth.DefaultVocab); vocab == "" {
-			return fmt.Errorf("default vocabulary ../shared/%s not found: set EDGELLM_SHARED or pass --vocab", synth.DefaultVocab)
+		def := synth.DefaultVocab
+		if shape.Vocab != "" {
+			def = shape.Vocab // the family's (synth/families.go)
+		}
+		if vocab = findShared(def); vocab == "" {
+			return fmt.Errorf("default vocabulary ../shared/%s not found: set EDGELLM_SHARED or pass --vocab", def)
 		}
 	}
 	opts := synth.Options{Shape: shape, Type: typ, VocabPath: vocab, Seed: uint64(o.Seed), Out: o.Out, Workers: o.Workers}
 	if err := opts.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	c.Logf("synth: SYNTHETIC %s %s (random weights, seed %d, tokenizer of %s) -> %s", shape.Name, typ, o.Seed, vocab, o.Out)
+	c.Logf("synth: SYNTHETIC %s %s %s (random weights, seed %d, tokenizer of %s) -> %s", shape.ArchName(), shape.Name, typ, o.Seed, vocab, o.Out)
 	var last time.Time
 	progress := func(p synth.Progress) {
 		done := p.Tensor == p.NTensors

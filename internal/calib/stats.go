@@ -22,11 +22,11 @@ type layerSample struct {
 	n     int64
 }
 
-// sampleLayer reads the seven matrices of one layer (dequantized row by row
+// sampleLayer reads the matrices of one layer (LayerWeights.Matrices) (dequantized row by row
 // with ggml's own to_float) into σ and a strided sample of |w|.
 func sampleLayer(l *native.LayerWeights) (layerSample, error) {
 	var total int64
-	mats := []kernels.Tensor{l.Wq, l.Wk, l.Wv, l.Wo, l.WGate, l.WUp, l.WDown}
+	mats := l.Matrices()
 	for _, t := range mats {
 		total += t.Nelements()
 	}

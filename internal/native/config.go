@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/kernels"
@@ -42,6 +43,24 @@ type Config struct {
 	RopeScale float32 // ggml freq_scale (1/linear factor)
 	// RopeFreqs is true when the file has llama-3 rope_freqs.weight.
 	RopeFreqs bool
+
+	// Fam is the architecture's graph switches (family.go).
+	Fam *Family
+	// NSWA is the trained sliding window of the sliding layers (IsSWA);
+	// 0 = every layer global.
+	NSWA int
+	// AttnScale is the attention scale (1/√head_dim for all but Gemma 27B).
+	AttnScale float32
+	// AttnSoftcap and FinalSoftcap are Gemma 2's soft-caps of the attention
+	// logits and of the output logits (0 = off).
+	AttnSoftcap, FinalSoftcap float32
+	// NCtxOrig is the original training context (Phi-3 LongRoPE: a session
+	// longer than it uses rope_factors_long, else rope_factors_short).
+	NCtxOrig int
+	// RopeAttnFactor is rope.scaling.attn_factor (Phi-3 LongRoPE), 1 if absent.
+	RopeAttnFactor float32
+	// LongRoPE is true when the file has rope_factors_long/short.
+	LongRoPE bool
 }
 
 // NEmbdKV is the width of one K (or V) row: n_head_kv * head_dim.
@@ -50,8 +69,11 @@ func (c *Config) NEmbdKV() int { return c.NHeadKV * c.HeadDim }
 // readConfig extracts and validates the llama hyperparameters.
 func readConfig(f *gguf.File) (Config, error) {
 	c := Config{Arch: f.Arch()}
-	if c.Arch != "llama" {
-		return c, fmt.Errorf("%w %q (native engine: llama only)", ErrArch, c.Arch)
+	if c.Fam = families[c.Arch]; c.Fam == nil {
+		return c, fmt.Errorf("%w %q (native engine: %s)", ErrArch, c.Arch, strings.Join(FamilyNames(), ", "))
+	}
+	if err := checkArchKeys(f, c.Arch); err != nil {
+		return c, err
 	}
 	p := c.Arch + "."
 	geti := func(key string, def int, required bool) (int, error) {
@@ -104,15 +126,20 @@ func readConfig(f *gguf.File) (Config, error) {
 		return c, fmt.Errorf("%w: layers %d, n_embd %d, n_ff %d, heads %d/%d, ctx %d", ErrHParams,
 			c.NLayer, c.NEmbd, c.NFF, c.NHead, c.NHeadKV, c.NCtxTrain)
 	}
-	if c.NEmbd%c.NHead != 0 || c.NHead%c.NHeadKV != 0 {
-		return c, fmt.Errorf("%w: n_embd %d, heads %d, kv heads %d do not divide", ErrHParams, c.NEmbd, c.NHead, c.NHeadKV)
+	if c.NHead%c.NHeadKV != 0 {
+		return c, fmt.Errorf("%w: heads %d, kv heads %d do not divide", ErrHParams, c.NHead, c.NHeadKV)
 	}
+	// The head dim is attention.key_length when present (Qwen3, Gemma:
+	// n_head·head_dim need not be n_embd), else n_embd/n_head.
 	c.HeadDim = c.NEmbd / c.NHead
-	if k, err := geti("attention.key_length", c.HeadDim, false); err != nil || k != c.HeadDim {
-		return c, fmt.Errorf("%w: attention.key_length %d != n_embd/n_head %d", ErrHParams, k, c.HeadDim)
+	if c.HeadDim, err = geti("attention.key_length", c.HeadDim, false); err != nil || c.HeadDim <= 0 {
+		return c, fmt.Errorf("%w: attention.key_length %d", ErrHParams, c.HeadDim)
+	}
+	if _, ok := f.Get(p + "attention.key_length"); !ok && c.NEmbd%c.NHead != 0 {
+		return c, fmt.Errorf("%w: n_embd %d is not a multiple of %d heads (and no attention.key_length)", ErrHParams, c.NEmbd, c.NHead)
 	}
 	if v, err := geti("attention.value_length", c.HeadDim, false); err != nil || v != c.HeadDim {
-		return c, fmt.Errorf("%w: attention.value_length %d != n_embd/n_head %d", ErrHParams, v, c.HeadDim)
+		return c, fmt.Errorf("%w: attention.value_length %d != key_length %d", ErrHParams, v, c.HeadDim)
 	}
 	if r, err := geti("rope.dimension_count", c.HeadDim, false); err != nil || r != c.HeadDim {
 		return c, fmt.Errorf("%w: rope.dimension_count %d != head dim %d (partial RoPE unsupported)", ErrHParams, r, c.HeadDim)
@@ -126,18 +153,30 @@ func readConfig(f *gguf.File) (Config, error) {
 	if c.RopeBase, err = getf("rope.freq_base", 10000); err != nil {
 		return c, err
 	}
+	// As llama.cpp: the scaling type defaults to linear; its factor is
+	// rope.scaling.factor, else the older rope.scale_linear; none is 1.
 	c.RopeScale = 1
-	if st, err := f.GetString(p + "rope.scaling.type"); err == nil && st != "none" {
-		if st != "linear" {
-			return c, fmt.Errorf("%w: rope.scaling.type %q (native engine: none or linear)", ErrHParams, st)
+	st := "linear"
+	if _, ok := f.Get(p + "rope.scaling.type"); ok {
+		if st, err = f.GetString(p + "rope.scaling.type"); err != nil {
+			return c, fmt.Errorf("%w: rope.scaling.type: %v", ErrHParams, err)
 		}
-		factor, err := getf("rope.scaling.factor", 1)
-		if err != nil || factor <= 0 {
-			return c, fmt.Errorf("%w: rope.scaling.factor %v", ErrHParams, factor)
+	}
+	switch st {
+	case "none":
+	case "linear":
+		factor, err := getf("rope.scaling.factor", 0)
+		if err == nil && factor == 0 {
+			factor, err = getf("rope.scale_linear", 0)
 		}
-		c.RopeScale = 1 / factor
-	} else if factor, err := getf("rope.scale_linear", 1); err == nil && factor > 0 {
-		c.RopeScale = 1 / factor
+		if err != nil || factor < 0 {
+			return c, fmt.Errorf("%w: rope scaling factor %v", ErrHParams, factor)
+		}
+		if factor > 0 {
+			c.RopeScale = 1 / factor
+		}
+	default:
+		return c, fmt.Errorf("%w: rope.scaling.type %q (native engine: none or linear)", ErrHParams, st)
 	}
 	if c.NormEps <= 0 || c.RopeBase <= 0 {
 		return c, fmt.Errorf("%w: rms eps %v, rope base %v", ErrHParams, c.NormEps, c.RopeBase)
@@ -148,6 +187,9 @@ func readConfig(f *gguf.File) (Config, error) {
 	}
 	c.NVocab = int(te.Dims[1])
 	_, c.RopeFreqs = f.Tensor("rope_freqs.weight")
+	if err := c.readFamily(f, getf, geti); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -167,31 +209,83 @@ const (
 	roleEmbd                     // get_rows source
 )
 
-// specs lists every tensor of a llama model with its expected shape.
+// specs lists every tensor of a model of c's family with its expected
+// shape (llama-model.cpp's create_tensor calls for the architecture).
 func (c *Config) specs() []tensorSpec {
 	E, V, F := int64(c.NEmbd), int64(c.NVocab), int64(c.NFF)
-	Q, KV := int64(c.NHead*c.HeadDim), int64(c.NEmbdKV())
+	Q, KV, HD := int64(c.NHead*c.HeadDim), int64(c.NEmbdKV()), int64(c.HeadDim)
+	fam := c.Fam
 	s := []tensorSpec{
 		{name: "token_embd.weight", ne: []int64{E, V}, role: roleEmbd},
 		{name: "output_norm.weight", ne: []int64{E}, role: roleNorm},
-		{name: "output.weight", ne: []int64{E, V}, optional: true},
-		{name: "rope_freqs.weight", ne: []int64{int64(c.HeadDim / 2)}, optional: true, role: roleNorm},
+	}
+	if !fam.AlwaysTied {
+		s = append(s, tensorSpec{name: "output.weight", ne: []int64{E, V}, optional: true})
+	}
+	if c.Arch == "llama" {
+		s = append(s, tensorSpec{name: "rope_freqs.weight", ne: []int64{HD / 2}, optional: true, role: roleNorm})
+	}
+	if fam.LongRoPE {
+		s = append(s,
+			tensorSpec{name: "rope_factors_long.weight", ne: []int64{HD / 2}, optional: true, role: roleNorm},
+			tensorSpec{name: "rope_factors_short.weight", ne: []int64{HD / 2}, optional: true, role: roleNorm})
 	}
 	for i := 0; i < c.NLayer; i++ {
 		b := fmt.Sprintf("blk.%d.", i)
-		s = append(s,
-			tensorSpec{name: b + "attn_norm.weight", ne: []int64{E}, role: roleNorm},
-			tensorSpec{name: b + "attn_q.weight", ne: []int64{E, Q}},
-			tensorSpec{name: b + "attn_k.weight", ne: []int64{E, KV}},
-			tensorSpec{name: b + "attn_v.weight", ne: []int64{E, KV}},
-			tensorSpec{name: b + "attn_output.weight", ne: []int64{Q, E}},
-			tensorSpec{name: b + "ffn_norm.weight", ne: []int64{E}, role: roleNorm},
-			tensorSpec{name: b + "ffn_gate.weight", ne: []int64{E, F}},
-			tensorSpec{name: b + "ffn_up.weight", ne: []int64{E, F}},
-			tensorSpec{name: b + "ffn_down.weight", ne: []int64{F, E}},
-		)
+		s = append(s, tensorSpec{name: b + "attn_norm.weight", ne: []int64{E}, role: roleNorm})
+		if fam.FusedQKV {
+			s = append(s, tensorSpec{name: b + "attn_qkv.weight", ne: []int64{E, Q + 2*KV}})
+		} else {
+			s = append(s,
+				tensorSpec{name: b + "attn_q.weight", ne: []int64{E, Q}},
+				tensorSpec{name: b + "attn_k.weight", ne: []int64{E, KV}},
+				tensorSpec{name: b + "attn_v.weight", ne: []int64{E, KV}})
+		}
+		if fam.QKVBias {
+			s = append(s,
+				tensorSpec{name: b + "attn_q.bias", ne: []int64{Q}, optional: true, role: roleNorm},
+				tensorSpec{name: b + "attn_k.bias", ne: []int64{KV}, optional: true, role: roleNorm},
+				tensorSpec{name: b + "attn_v.bias", ne: []int64{KV}, optional: true, role: roleNorm})
+		}
+		if fam.QKNorm {
+			s = append(s,
+				tensorSpec{name: b + "attn_q_norm.weight", ne: []int64{HD}, role: roleNorm},
+				tensorSpec{name: b + "attn_k_norm.weight", ne: []int64{HD}, role: roleNorm})
+		}
+		s = append(s, tensorSpec{name: b + "attn_output.weight", ne: []int64{Q, E}})
+		if fam.PostNorms {
+			s = append(s, tensorSpec{name: b + "post_attention_norm.weight", ne: []int64{E}, role: roleNorm})
+		}
+		s = append(s, tensorSpec{name: b + "ffn_norm.weight", ne: []int64{E}, role: roleNorm})
+		if fam.FusedGateUp {
+			s = append(s, tensorSpec{name: b + "ffn_up.weight", ne: []int64{E, 2 * F}})
+		} else {
+			s = append(s,
+				tensorSpec{name: b + "ffn_gate.weight", ne: []int64{E, F}},
+				tensorSpec{name: b + "ffn_up.weight", ne: []int64{E, F}})
+		}
+		s = append(s, tensorSpec{name: b + "ffn_down.weight", ne: []int64{F, E}})
+		if fam.PostNorms {
+			s = append(s, tensorSpec{name: b + "post_ffw_norm.weight", ne: []int64{E}, role: roleNorm})
+		}
 	}
 	return s
+}
+
+// extraTensor is the first tensor of f no spec names (""): a tensor the
+// graph would not apply is refused by name, as llama.cpp refuses a file
+// with tensors its architecture does not create.
+func extraTensor(f *gguf.File, specs []tensorSpec) string {
+	known := make(map[string]bool, len(specs))
+	for i := range specs {
+		known[specs[i].name] = true
+	}
+	for _, t := range f.Tensors {
+		if !known[t.Name] {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // checkTensor validates one tensor's info against its spec and the file.

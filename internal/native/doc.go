@@ -1,6 +1,11 @@
-// Package native is edgellm's own llama forward pass: ggml graphs built by
-// our code, over weights we mmap ourselves and a KV cache we allocate
-// ourselves (one memfd per session).
+// Package native is edgellm's own transformer forward pass: ggml graphs built
+// by our code, over weights we mmap ourselves and a KV cache we allocate
+// ourselves (one memfd per session). It runs the llama, qwen2, qwen3, gemma2,
+// gemma3 and phi3 architectures with one graph builder: a Family
+// (family.go) switches each family's differences on (QKV bias, QK-norm,
+// post-norms, GeGLU, embedding scale, soft-capping, sliding layers with their
+// own RoPE base, fused QKV and gate-up, LongRoPE), and the loader refuses, by
+// name, any metadata key or tensor the graph would not apply.
 //
 //	e, err := native.Load("model.gguf", native.Options{Threads: 4})
 //	s, err := e.NewSession(engine.SessionConfig{NCtx: 2048, KVType: engine.KVF16})

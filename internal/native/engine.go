@@ -252,13 +252,13 @@ func (e *Engine) Info() engine.ModelInfo {
 	tmpl, _ := e.w.File.GetString("tokenizer.chat_template")
 	rs := e.RepackState()
 	ft := "unknown"
-	if e.w.Layers[0].Wq.Type().Valid() {
-		ft = e.w.Layers[0].Wq.Type().String()
+	if e.w.Layers[0].Wo.Type().Valid() {
+		ft = e.w.Layers[0].Wo.Type().String()
 	}
 	return engine.ModelInfo{Path: e.w.Path, Arch: c.Arch, Name: name, NVocab: c.NVocab, NCtxTrain: c.NCtxTrain,
 		NEmbd: c.NEmbd, NLayer: c.NLayer, NHead: c.NHead, NHeadKV: c.NHeadKV, NFF: c.NFF,
 		FileBytes: e.w.Size(), ParamCount: e.w.File.ParamCount(), FileType: ft,
-		Description: fmt.Sprintf("llama %d layers, n_embd %d, %s (native)", c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl,
+		Description: fmt.Sprintf("%s %d layers, n_embd %d, %s (native)", c.Arch, c.NLayer, c.NEmbd, ft), ChatTemplate: tmpl,
 		RepackBytes: e.report.RepackBytes(), RepackTensors: e.report.repackTensors(),
 		RepackHugePageBytes: e.report.RepackHugePageBytes(),
 		RepackLayers:        rs.Layers, RepackLayersMax: rs.MaxLayers, RepackInUseBytes: rs.Bytes}

@@ -61,6 +61,9 @@ type graph struct {
 	// Per KV ring (one per distinct layer window, ring.go):
 	slots [maxRings]kernels.Tensor // I64 [n_tok]: KV slot of each token
 	mask  [maxRings]kernels.Tensor // F16 [n_kv_r, n_tok]: 0 visible, -inf hidden
+	// maskSWA is ring r's mask narrowed to the trained window, for the
+	// sliding layers (Config.IsSWA; zero without them), family.go.
+	maskSWA [maxRings]kernels.Tensor
 	// ringOf is each layer's ring, set by the session before build (nil:
 	// every layer on ring 0).
 	ringOf []uint8
@@ -133,7 +136,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	// be an input outside the graph, never allocated (ringUsed).
 	used := g.ringUsed(len(layers))
 	for r := range maxRings {
-		g.slots[r], g.mask[r] = kernels.Tensor{}, kernels.Tensor{}
+		g.slots[r], g.mask[r], g.maskSWA[r] = kernels.Tensor{}, kernels.Tensor{}, kernels.Tensor{}
 		if !used[r] {
 			continue
 		}
@@ -143,6 +146,10 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		}
 		g.slots[r] = input(kernels.GGMLTypeI64, "inp_kv_slots"+sfx, nTok)
 		g.mask[r] = input(kernels.GGMLTypeF16, "inp_kq_mask"+sfx, int64(key.nKVOf(r)), nTok)
+		g.maskSWA[r] = kernels.Tensor{}
+		if cfg.NSWA > 0 {
+			g.maskSWA[r] = input(kernels.GGMLTypeF16, "inp_kq_mask_swa"+sfx, int64(key.nKVOf(r)), nTok)
+		}
 	}
 	g.outIDs = kernels.Tensor{}
 	if key.nOut < key.nTok {
@@ -157,31 +164,91 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		return err
 	}
 	g.g = gr
+	for r := range maxRings {
+		if !g.maskSWA[r].Nil() {
+			// Both masks of a ring are filled every step: keep both in the
+			// graph (allocated) even when only sliding or only global
+			// layers use the ring, or a draft pass runs none of one kind.
+			gr.Expand(g.mask[r])
+			gr.Expand(g.maskSWA[r])
+		}
+	}
 
-	rope := kernels.RopeParams{NDims: cfg.HeadDim, Mode: kernels.RopeNorm, NCtxOrig: cfg.NCtxTrain,
-		FreqBase: cfg.RopeBase, FreqScale: cfg.RopeScale, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	fam := cfg.Fam
+	rope := kernels.RopeParams{NDims: cfg.HeadDim, Mode: fam.RopeMode, NCtxOrig: cfg.NCtxOrig,
+		FreqBase: cfg.RopeBase, FreqScale: cfg.RopeScale, AttnFactor: cfg.RopeAttnFactor, BetaFast: 32, BetaSlow: 1}
+	freqs := w.RopeFreqs // llama-3 rope_freqs
+	if cfg.LongRoPE {
+		// Phi-3 LongRoPE: the long factors for a context past the original
+		// one (llama.cpp's get_rope_factors with n_ctx_seq = the session's).
+		freqs = w.RopeShort
+		if kv.NSlots > cfg.NCtxOrig {
+			freqs = w.RopeLong
+		}
+	}
+	// The attention scale goes into the softmax (llama, Qwen) or onto q
+	// before it (Gemma, Phi-3), as each family's llama.cpp graph does.
+	kqScale := cfg.AttnScale
+	if fam.QPreScale {
+		kqScale = 1
+	}
+	last := func(il int) bool { return il == len(layers)-1 && !g.outIDs.Nil() }
+	norm := func(t, wt kernels.Tensor) kernels.Tensor { return c.Mul(c.RMSNorm(t, cfg.NormEps), wt) }
 
 	x := c.GetRows(w.TokEmbd, g.tokens) // [n_embd, n_tok]
+	if fam.EmbdScale {
+		x = c.Scale(x, float32(math.Sqrt(float64(cfg.NEmbd))))
+	}
 	gr.Expand(x)
 	g.layerStart, g.layerEnd = gr.NNodes(), g.layerEnd[:0]
 	for il, l := range layers {
-		// this layer's KV ring: its slots, mask and attended length
+		// this layer's KV ring: its slots, mask and attended length; a
+		// trained sliding layer's mask also hides what is past its window
 		r := 0
 		if g.ringOf != nil {
 			r = int(g.ringOf[il])
 		}
 		slots, mask, nKV := g.slots[r], g.mask[r], int64(key.nKVOf(r))
+		if cfg.IsSWA(il) {
+			mask = g.maskSWA[r]
+		}
 
 		// attention rmsnorm
-		h := c.Mul(c.RMSNorm(x, cfg.NormEps), l.AttnNorm)
+		h := norm(x, l.AttnNorm)
 
-		// q, k, v projections and RoPE
-		q := c.Reshape(c.MulMat(l.Wq, h), hd, nh, nTok)
-		k := c.Reshape(c.MulMat(l.Wk, h), hd, nhkv, nTok)
-		v := c.MulMat(l.Wv, h) // [embd_kv, n_tok]
-		q = c.RopeExt(q, g.pos, w.RopeFreqs, &rope)
-		k = c.RopeExt(k, g.pos, w.RopeFreqs, &rope)
+		// q, k, v projections (fused: views of one product), biases, per-head
+		// q/k norms, RoPE
+		var q, k, v kernels.Tensor
+		if fam.FusedQKV {
+			qkv := c.MulMat(l.Wqkv, h) // [(n_head+2 n_head_kv) hd, n_tok]
+			f32 := int64(4)
+			q = c.View(qkv, 0, []int64{hd, nh, nTok}, []int64{hd * f32, qkv.Nb(1)})
+			k = c.View(qkv, hd*nh*f32, []int64{hd, nhkv, nTok}, []int64{hd * f32, qkv.Nb(1)})
+			v = c.View(qkv, (hd*nh+embdKV)*f32, []int64{embdKV, nTok}, []int64{qkv.Nb(1)})
+			v = c.Cont(v, embdKV, nTok)
+		} else {
+			q, k, v = c.MulMat(l.Wq, h), c.MulMat(l.Wk, h), c.MulMat(l.Wv, h)
+			if !l.Bq.Nil() {
+				q = c.Add(q, l.Bq)
+			}
+			if !l.Bk.Nil() {
+				k = c.Add(k, l.Bk)
+			}
+			if !l.Bv.Nil() {
+				v = c.Add(v, l.Bv) // [embd_kv, n_tok]
+			}
+			q = c.Reshape(q, hd, nh, nTok)
+			k = c.Reshape(k, hd, nhkv, nTok)
+		}
+		if fam.QKNorm {
+			q, k = norm(q, l.QNorm), norm(k, l.KNorm)
+		}
+		rope.FreqBase, rope.FreqScale = cfg.ropeOf(il)
+		q = c.RopeExt(q, g.pos, freqs, &rope)
+		k = c.RopeExt(k, g.pos, freqs, &rope)
+		if fam.QPreScale {
+			q = c.Scale(q, cfg.AttnScale)
+		}
 
 		// store k and v at the tokens' slots (quantizing for Q8_0/Q4_0)
 		gr.Expand(c.SetRows(kv.K[il], c.Reshape(k, embdKV, nTok), slots))
@@ -195,13 +262,16 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			if kc.Type() == kernels.GGMLTypeF32 {
 				kc, vc = c.Cast(kc, kernels.GGMLTypeF16), c.Cast(vc, kernels.GGMLTypeF16)
 			}
-			a = c.FlashAttnExt(qp, kc, vc, mask, scale) // [hd, n_head, n_tok]
+			a = c.FlashAttnExtCap(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap) // [hd, n_head, n_tok]
 			c.SetPrecF32(a)
 			a = c.Reshape(a, hd*nh, nTok)
 		} else {
 			kq := c.MulMat(kc, qp) // [n_kv, n_tok, n_head]
 			c.SetPrecF32(kq)
-			kq = c.SoftMaxExt(kq, mask, scale)
+			if cfg.AttnSoftcap != 0 { // Gemma 2: cap·tanh(kq/cap)
+				kq = c.Scale(c.Tanh(c.Scale(kq, 1/cfg.AttnSoftcap)), cfg.AttnSoftcap)
+			}
+			kq = c.SoftMaxExt(kq, mask, kqScale)
 			if vc.Type() != kernels.GGMLTypeF32 && vc.Type() != kernels.GGMLTypeF16 {
 				vc = c.Cast(vc, kernels.GGMLTypeF32)
 			}
@@ -209,25 +279,43 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			kqv := c.MulMat(vt, kq)       // [hd, n_tok, n_head]
 			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nTok)
 		}
-		a = g.synthOut(c, c.MulMat(l.Wo, a), il, false)
+		a = c.MulMat(l.Wo, a)
 
-		if il == len(layers)-1 && !g.outIDs.Nil() {
+		if last(il) {
 			// only the rows that want logits go on
 			a = c.GetRows(a, g.outIDs)
 			x = c.GetRows(x, g.outIDs)
 		}
-		x = c.Add(a, x)
+		if fam.PostNorms {
+			a = norm(a, l.PostAttnNorm)
+		}
+		x = c.Add(g.synthOut(c, a, il, last(il)), x)
 
-		// SwiGLU feed-forward
-		h = c.Mul(c.RMSNorm(x, cfg.NormEps), l.FFNNorm)
-		f := c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
-		ffn := g.synthOut(c, c.MulMat(l.WDown, f), il, il == len(layers)-1 && !g.outIDs.Nil())
-		x = c.Add(ffn, x)
+		// gated feed-forward: SwiGLU, GeGLU (Gemma) or SwiGLU over a fused
+		// gate-up product (Phi-3)
+		h = norm(x, l.FFNNorm)
+		var f kernels.Tensor
+		switch {
+		case fam.FusedGateUp:
+			f = c.SwiGLU(c.MulMat(l.WUp, h))
+		case fam.GeGLU:
+			f = c.GeGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
+		default:
+			f = c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
+		}
+		ffn := c.MulMat(l.WDown, f)
+		if fam.PostNorms {
+			ffn = norm(ffn, l.PostFFNNorm)
+		}
+		x = c.Add(g.synthOut(c, ffn, il, last(il)), x)
 		gr.Expand(x)
 		g.layerEnd = append(g.layerEnd, gr.NNodes())
 	}
 	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
 	g.logits = c.MulMat(w.Output, x) // [n_vocab, n_out]
+	if cfg.FinalSoftcap != 0 {       // Gemma 2: cap·tanh(logits/cap)
+		g.logits = c.Scale(c.Tanh(c.Scale(g.logits, 1/cfg.FinalSoftcap)), cfg.FinalSoftcap)
+	}
 	if err := c.Err(); err != nil {
 		return err
 	}

@@ -237,7 +237,7 @@ func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repac
 		for _, m := range []struct {
 			name string
 			dst  *kernels.Tensor
-		}{{"attn_q", &pl.Wq}, {"attn_k", &pl.Wk}, {"attn_v", &pl.Wv}, {"attn_output", &pl.Wo},
+		}{{"attn_q", &pl.Wq}, {"attn_k", &pl.Wk}, {"attn_v", &pl.Wv}, {"attn_qkv", &pl.Wqkv}, {"attn_output", &pl.Wo},
 			{"ffn_gate", &pl.WGate}, {"ffn_up", &pl.WUp}, {"ffn_down", &pl.WDown}} {
 			n := b + m.name + ".weight"
 			if t, ok := rt[n]; ok {

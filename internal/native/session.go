@@ -264,6 +264,9 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 			rg.slotPos[j] = int32(s.n + i)
 		}
 		rg.fillMask(g.mask[r].Uint16s(), key.nKVOf(r), s.n, nTok, s.anchors)
+		if !g.maskSWA[r].Nil() { // trained sliding layers (family.go)
+			fillSWAMask(g.maskSWA[r].Uint16s(), g.mask[r].Uint16s(), rg, key.nKVOf(r), s.n, nTok, s.cfg.NSWA)
+		}
 	}
 	if !g.outIDs.Nil() {
 		g.outIDs.Int32s()[0] = int32(nTok - 1)

@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/edgellm/edgellm/host/engine"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // Weight sets: the same model at several precisions (Options.ExtraSets), all
@@ -68,6 +67,9 @@ func sameModel(base, h *weightsHeader) error {
 		{"n_vocab", a.NVocab, b.NVocab}, {"context_length", a.NCtxTrain, b.NCtxTrain},
 		{"rms epsilon", a.NormEps, b.NormEps}, {"rope base", a.RopeBase, b.RopeBase},
 		{"rope scale", a.RopeScale, b.RopeScale}, {"rope_freqs", a.RopeFreqs, b.RopeFreqs},
+		{"head dim", a.HeadDim, b.HeadDim}, {"sliding window", a.NSWA, b.NSWA},
+		{"attention soft-cap", a.AttnSoftcap, b.AttnSoftcap}, {"final soft-cap", a.FinalSoftcap, b.FinalSoftcap},
+		{"LongRoPE", a.LongRoPE, b.LongRoPE}, {"rope attn factor", a.RopeAttnFactor, b.RopeAttnFactor},
 	} {
 		if f.x != f.y {
 			return fmt.Errorf("%s: not the same model as %s: %s %v, want %v", h.path, base.path, f.name, f.y, f.x)
@@ -94,7 +96,7 @@ func setInfo(w *Weights) SetInfo {
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		si.LayerBytes += l.hi - l.lo
-		for _, t := range []kernels.Tensor{l.Wq, l.Wk, l.Wv, l.Wo, l.WGate, l.WUp, l.WDown} {
+		for _, t := range l.Matrices() {
 			typ := t.Type().String()
 			switch si.Type {
 			case "":

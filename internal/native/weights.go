@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -42,11 +43,30 @@ type LayerWeights struct {
 	Wv       kernels.Tensor // (n_embd, n_head_kv*head_dim)
 	Wo       kernels.Tensor // (n_head*head_dim, n_embd)
 	FFNNorm  kernels.Tensor // (n_embd)
-	WGate    kernels.Tensor // (n_embd, n_ff)
-	WUp      kernels.Tensor // (n_embd, n_ff)
+	WGate    kernels.Tensor // (n_embd, n_ff); zero with a fused gate-up
+	WUp      kernels.Tensor // (n_embd, n_ff); (n_embd, 2*n_ff) fused, gate first (Phi-3)
 	WDown    kernels.Tensor // (n_ff, n_embd)
 
+	// Family tensors (family.go); zero when the family has none.
+	Wqkv         kernels.Tensor // (n_embd, (n_head+2*n_head_kv)*head_dim), fused q|k|v (Phi-3); Wq/Wk/Wv zero then
+	Bq, Bk, Bv   kernels.Tensor // q, k, v biases (Qwen2)
+	QNorm, KNorm kernels.Tensor // (head_dim) per-head RMSNorm weights (Qwen3, Gemma 3)
+	PostAttnNorm kernels.Tensor // (n_embd) (Gemma 2/3)
+	PostFFNNorm  kernels.Tensor // (n_embd) (Gemma 2/3)
+
 	lo, hi int64 // file byte range covering the layer's tensors
+}
+
+// Matrices are the layer's weight matrices present in its family (the
+// seven of llama; Phi-3's fused attn_qkv and ffn_up instead of four).
+func (l *LayerWeights) Matrices() []kernels.Tensor {
+	var out []kernels.Tensor
+	for _, t := range []kernels.Tensor{l.Wq, l.Wk, l.Wv, l.Wqkv, l.Wo, l.WGate, l.WUp, l.WDown} {
+		if !t.Nil() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Weights is one mmap'd GGUF file: the read-only weights of a llama model.
@@ -61,8 +81,11 @@ type Weights struct {
 	OutNorm   kernels.Tensor // (n_embd)
 	Output    kernels.Tensor // (n_embd, n_vocab); = TokEmbd when tied
 	RopeFreqs kernels.Tensor // (head_dim/2), llama-3 frequency factors; zero if absent
-	Layers    []LayerWeights
-	Tied      bool
+	// RopeLong and RopeShort are Phi-3's LongRoPE factors (head_dim/2):
+	// long for sessions longer than Config.NCtxOrig; zero if absent.
+	RopeLong, RopeShort kernels.Tensor
+	Layers              []LayerWeights
+	Tied                bool
 
 	// DataPageAligned is false when the data section does not start on a
 	// page boundary (it still works: the whole file is mapped).
@@ -133,6 +156,9 @@ func parseWeights(path string) (*weightsHeader, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	specs := cfg.specs()
+	if name := extraTensor(f, specs); name != "" {
+		return nil, fmt.Errorf("%s: %w: %s is not a tensor of the native %s graph (refused: it would be ignored)", path, ErrTensor, name, cfg.Arch)
+	}
 	infos := make([]*gguf.TensorInfo, len(specs))
 	for i := range specs {
 		t, ok := f.Tensor(specs[i].name)
@@ -251,7 +277,8 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 	w.TokEmbd = tensors["token_embd.weight"]
 	w.OutNorm = tensors["output_norm.weight"]
 	w.RopeFreqs = tensors["rope_freqs.weight"]
-	w.Tied = infos[outputSpec(specs)] == nil
+	w.RopeLong, w.RopeShort = tensors["rope_factors_long.weight"], tensors["rope_factors_short.weight"]
+	w.Tied = outputSpec(specs) < 0 || infos[outputSpec(specs)] == nil
 	if out, ok := tensors["output.weight"]; ok {
 		w.Output = out
 	} else {
@@ -264,9 +291,16 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 		l.AttnNorm, l.Wq, l.Wk, l.Wv = tensors[b+"attn_norm.weight"], tensors[b+"attn_q.weight"], tensors[b+"attn_k.weight"], tensors[b+"attn_v.weight"]
 		l.Wo, l.FFNNorm = tensors[b+"attn_output.weight"], tensors[b+"ffn_norm.weight"]
 		l.WGate, l.WUp, l.WDown = tensors[b+"ffn_gate.weight"], tensors[b+"ffn_up.weight"], tensors[b+"ffn_down.weight"]
+		l.Wqkv = tensors[b+"attn_qkv.weight"]
+		l.Bq, l.Bk, l.Bv = tensors[b+"attn_q.bias"], tensors[b+"attn_k.bias"], tensors[b+"attn_v.bias"]
+		l.QNorm, l.KNorm = tensors[b+"attn_q_norm.weight"], tensors[b+"attn_k_norm.weight"]
+		l.PostAttnNorm, l.PostFFNNorm = tensors[b+"post_attention_norm.weight"], tensors[b+"post_ffw_norm.weight"]
 		l.lo, l.hi = f.FileSize, 0
-		for _, n := range []string{"attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"} {
-			t, _ := f.Tensor(b + n + ".weight")
+		for si, sp := range specs {
+			t := infos[si]
+			if t == nil || !strings.HasPrefix(sp.name, b) {
+				continue
+			}
 			l.lo = min(l.lo, f.AbsOffset(t))
 			l.hi = max(l.hi, f.AbsOffset(t)+t.Size)
 		}

@@ -31,6 +31,10 @@ type Options struct {
 	// llama.cpp's use_extra_bufts): the same interleaved kernels on both
 	// sides, so the comparison stays like with like.
 	Repack bool
+	// SameKV gives the reference the native engine's KV type also when it
+	// is quantized (Q8_0/Q4_0 compared like with like; llama.cpp needs
+	// flash attention for a quantized V cache).
+	SameKV bool
 }
 
 // flash resolves the attention setting shared by both engines of a
@@ -77,6 +81,9 @@ func Parity(path string, o Options) (*Result, error) {
 	refKV := engine.KVF16
 	if kvType == engine.KVF32 {
 		refKV = engine.KVF32
+	}
+	if o.SameKV && o.KVType != "" {
+		refKV = o.KVType
 	}
 	eng, err := native.Load(path, native.Options{Threads: o.Threads, NoVocab: true, Repack: o.Repack})
 	if err != nil {

@@ -6,9 +6,14 @@ import (
 	"sort"
 )
 
-// Shape is the blueprint of a llama-architecture model.
+// Shape is the blueprint of a model: llama by default, or one of the other
+// families the native engine runs (Arch; families.go).
 type Shape struct {
-	Name     string
+	Name string
+	// Arch is general.architecture: "" or llama, qwen2, qwen3, gemma2,
+	// gemma3, phi3. It decides the tensor list and the metadata keys,
+	// as llama.cpp's convert_hf_to_gguf.py writes them (families.go).
+	Arch     string
 	NEmbd    int     // embedding length (hidden size)
 	NLayer   int     // transformer blocks
 	NHead    int     // query heads
@@ -23,6 +28,31 @@ type Shape struct {
 	// Llama 3.1+ "llama3" rope scaling (factor 32, low/high freq factor 1/4,
 	// original context 8192), as convert_hf_to_gguf.py computes them.
 	Llama3Rope bool
+	// KeyLength is the head dim when it is not NEmbd/NHead (Qwen3, Gemma:
+	// attention.key_length and value_length); 0 = NEmbd/NHead.
+	KeyLength int
+	// SlidingWindow is attention.sliding_window (Gemma 2/3: the sliding
+	// layers' trained window; Phi-3: written, not applied by llama.cpp).
+	SlidingWindow int
+	// AttnSoftcap and FinalSoftcap are Gemma 2's soft-caps (written when > 0).
+	AttnSoftcap, FinalSoftcap float64
+	// OrigCtx is Phi-3's rope.scaling.original_context_length: with it the
+	// file carries LongRoPE rope_factors_long/short and rope.scaling.attn_factor.
+	OrigCtx int
+	// RopeLinear is a linear RoPE scaling factor (rope.scaling.type linear),
+	// 0 = none (Gemma 3 4B: 8 on its global layers).
+	RopeLinear float64
+	// Vocab is the vocabulary GGUF (under the shared directory) the shape's
+	// tokenizer comes from when Options.VocabPath is empty; "" = DefaultVocab.
+	Vocab string
+}
+
+// ArchName is Arch, "llama" when empty.
+func (s Shape) ArchName() string {
+	if s.Arch == "" {
+		return "llama"
+	}
+	return s.Arch
 }
 
 // Shapes are the named shapes of `edgellm synth --shape`.
@@ -47,15 +77,22 @@ func ShapeNames() []string {
 	return names
 }
 
-// HeadDim is NEmbd / NHead.
-func (s Shape) HeadDim() int { return s.NEmbd / s.NHead }
+// HeadDim is KeyLength, else NEmbd / NHead.
+func (s Shape) HeadDim() int {
+	if s.KeyLength > 0 {
+		return s.KeyLength
+	}
+	return s.NEmbd / s.NHead
+}
 
 // Validate checks the shape is one llama.cpp can load.
 func (s Shape) Validate() error {
 	switch {
 	case s.NEmbd <= 0 || s.NLayer <= 0 || s.NHead <= 0 || s.NHeadKV <= 0 || s.NFF <= 0 || s.NCtx <= 0:
 		return fmt.Errorf("shape %s: every dimension must be positive: %+v", s.Name, s)
-	case s.NEmbd%s.NHead != 0:
+	case !knownArch(s.ArchName()):
+		return fmt.Errorf("shape %s: architecture %q (want llama, qwen2, qwen3, gemma2, gemma3, phi3)", s.Name, s.Arch)
+	case s.KeyLength == 0 && s.NEmbd%s.NHead != 0:
 		return fmt.Errorf("shape %s: n-embd %d is not a multiple of n-head %d", s.Name, s.NEmbd, s.NHead)
 	case s.NHead%s.NHeadKV != 0:
 		return fmt.Errorf("shape %s: n-head %d is not a multiple of n-head-kv %d", s.Name, s.NHead, s.NHeadKV)

@@ -136,7 +136,7 @@ func (o Options) Validate() error {
 	if _, ok := FileType(o.Type); !ok || !kernels.Quantizable(uint32(o.Type)) {
 		return fmt.Errorf("type %s is not supported (want F32, F16, BF16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1, Q2_K..Q6_K)", o.Type)
 	}
-	for _, n := range []int{o.Shape.NEmbd, o.Shape.NFF} {
+	for _, n := range []int{o.Shape.NEmbd, o.Shape.NFF, o.Shape.NHead * o.Shape.HeadDim()} {
 		if n%o.Type.BlockSize() != 0 {
 			return fmt.Errorf("shape %s: row length %d is not a multiple of %s's block size %d", o.Shape.Name, n, o.Type, o.Type.BlockSize())
 		}
@@ -156,6 +156,9 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 	if opts.VocabPath == "" {
 		if opts.VocabPath, err = DefaultVocabPath(); err != nil {
 			return err
+		}
+		if opts.Shape.Vocab != "" {
+			opts.VocabPath = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(opts.VocabPath))), opts.Shape.Vocab)
 		}
 	}
 	vocabKVs, nTokens, err := tokenizerKVs(opts.VocabPath)
@@ -183,23 +186,14 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 	s := opts.Shape
 	ft, _ := FileType(opts.Type)
 	kvs := []gguf.KV{
-		{Key: gguf.KeyArchitecture, Value: gguf.String("llama")},
+		{Key: gguf.KeyArchitecture, Value: gguf.String(s.ArchName())},
 		{Key: gguf.KeyName, Value: gguf.String("edgellm-synth-" + s.Name)},
 		{Key: "general.description", Value: gguf.String(fmt.Sprintf(
 			"SYNTHETIC: random weights in the shape of %s (edgellm synth, seed %d); not a trained model", s.Name, opts.Seed))},
 		{Key: gguf.KeyFileType, Value: gguf.Uint32(ft)},
 		{Key: "general.quantization_version", Value: gguf.Uint32(2)},
-		{Key: "llama.vocab_size", Value: gguf.Uint32(uint32(nTokens))},
-		{Key: "llama.context_length", Value: gguf.Uint32(uint32(s.NCtx))},
-		{Key: "llama.embedding_length", Value: gguf.Uint32(uint32(s.NEmbd))},
-		{Key: "llama.block_count", Value: gguf.Uint32(uint32(s.NLayer))},
-		{Key: "llama.feed_forward_length", Value: gguf.Uint32(uint32(s.NFF))},
-		{Key: "llama.attention.head_count", Value: gguf.Uint32(uint32(s.NHead))},
-		{Key: "llama.attention.head_count_kv", Value: gguf.Uint32(uint32(s.NHeadKV))},
-		{Key: "llama.rope.dimension_count", Value: gguf.Uint32(uint32(s.HeadDim()))},
-		{Key: "llama.rope.freq_base", Value: gguf.Float32(float32(s.RopeBase))},
-		{Key: "llama.attention.layer_norm_rms_epsilon", Value: gguf.Float32(float32(s.RMSEps))},
 	}
+	kvs = append(kvs, archKVs(s, nTokens)...)
 	kvs = append(kvs, vocabKVs...)
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
@@ -207,6 +201,9 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 		}
 	}
 	specs := plan(s, opts.Type, nTokens)
+	if s.ArchName() != "llama" {
+		specs = planFamily(s, opts.Type, nTokens)
+	}
 	for _, sp := range specs {
 		if err := w.AddTensor(sp.name, sp.dims, sp.typ); err != nil {
 			return err
