@@ -55,6 +55,8 @@ func parseRepackLayers(s string, repack bool) (int, error) {
 // host.LoadOptions.WillNeedLayers.
 func parseWillNeed(s string) (int, error) {
 	switch s {
+	case "": // a command without the flag: the engine's default
+		return 0, nil
 	case "all":
 		return host.WillNeedAll, nil
 	case "none", "0":
