@@ -1,10 +1,7 @@
 package parity
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/edgellm/edgellm/host/engine"
@@ -30,27 +27,7 @@ func familyModel(t testing.TB, name string, typ gguf.Type) string {
 	if sh.Vocab == "" {
 		return synthModel(t, sh, typ)
 	}
-	vocab := sharedtest.Path(t, sh.Vocab)
-	synthCache.mu.Lock()
-	defer synthCache.mu.Unlock()
-	key := sh.Name + "-" + typ.String()
-	if p, ok := synthCache.files[key]; ok {
-		return p
-	}
-	if synthCache.dir == "" {
-		d, err := os.MkdirTemp("", "edgellm-parity-synth-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		synthCache.dir, synthCache.files = d, map[string]string{}
-	}
-	p := filepath.Join(synthCache.dir, key+".gguf")
-	if err := synth.Write(context.Background(), synth.Options{Shape: sh, Type: typ, VocabPath: vocab, Seed: 1, Out: p}, nil); err != nil {
-		os.Remove(p)
-		t.Fatal(err)
-	}
-	synthCache.files[key] = p
-	return p
+	return synths.Model(t, sh, typ, sharedtest.Path(t, sh.Vocab))
 }
 
 // TestParityFamiliesRepacked: both engines repacked (the interleaved Q4_0

@@ -1,12 +1,9 @@
 package parity
 
 import (
-	"context"
 	"math"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -15,6 +12,7 @@ import (
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 	"github.com/edgellm/edgellm/internal/synth"
+	"github.com/edgellm/edgellm/internal/synthtest"
 	"github.com/edgellm/edgellm/kernels"
 )
 
@@ -59,45 +57,21 @@ func requireRepack(t *testing.T) {
 	}
 }
 
-var synthCache struct {
-	mu    sync.Mutex
-	dir   string
-	files map[string]string
-}
+// synths holds the SYNTHETIC models of this test binary; TestMain removes
+// them.
+var synths synthtest.Cache
 
 // synthModel writes (once per test binary) a SYNTHETIC model of shape sh
 // with weights of type typ, seed 1 and stories260K's vocabulary.
 func synthModel(t testing.TB, sh synth.Shape, typ gguf.Type) string {
 	t.Helper()
-	vocab := sharedtest.Stories260K(t)
-	synthCache.mu.Lock()
-	defer synthCache.mu.Unlock()
-	key := sh.Name + "-" + typ.String()
-	if p, ok := synthCache.files[key]; ok {
-		return p
-	}
-	if synthCache.dir == "" {
-		d, err := os.MkdirTemp("", "edgellm-parity-synth-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		synthCache.dir, synthCache.files = d, map[string]string{}
-	}
-	p := filepath.Join(synthCache.dir, key+".gguf")
-	if err := synth.Write(context.Background(), synth.Options{Shape: sh, Type: typ, VocabPath: vocab, Seed: 1, Out: p}, nil); err != nil {
-		os.Remove(p)
-		t.Fatal(err)
-	}
-	synthCache.files[key] = p
-	return p
+	return synths.Model(t, sh, typ, sharedtest.Stories260K(t))
 }
 
 // TestMain removes the synthetic models after the package's tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if synthCache.dir != "" {
-		os.RemoveAll(synthCache.dir)
-	}
+	synths.Close()
 	os.Exit(code)
 }
 
