@@ -87,7 +87,7 @@ extern "C" {
  * callers of any minor up to its own; edgellm_api_version returns the
  * library's. */
 #define EDGELLM_API_VERSION_MAJOR 1
-#define EDGELLM_API_VERSION_MINOR 1
+#define EDGELLM_API_VERSION_MINOR 2
 
 typedef enum edgellm_status {
     EDGELLM_OK = 0,
@@ -249,6 +249,23 @@ struct edgellm_policy_params {
      * (an app cannot write the fallback, and attach fails on a cache
      * directory it cannot create). "-": no cache. */
     const char *cache_dir;
+    /* 1.2: the TUF update channel (docs/POLICY-UPDATES.md) instead of
+     * bundle_path and inbox_dir, as `edgellm run --policy-repo`: repo is an
+     * http(s) URL or a directory delivered offline; repo_root the path of the
+     * trusted root.json the app ships; repo_name the one policy this device
+     * runs. state_dir is required with a repo: the last-good module and the
+     * trusted metadata live there (state_dir/repo-NAME), so a restart runs
+     * the last accepted policy without any network. The attach runs one
+     * update check; repo_poll_ms > 0 checks again that often (0: only at
+     * attach). */
+    const char *repo;
+    const char *repo_root;
+    const char *repo_name;
+    int64_t repo_poll_ms;
+    /* 1.2: write the decision log (JSONL: every decision change and failed
+     * call with its sensor readings; `edgellm policy log FILE` prints it).
+     * NULL: none. */
+    const char *decision_log;
 };
 
 /* ---- stats ------------------------------------------------------------ */

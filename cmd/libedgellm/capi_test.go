@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/host/policy/update"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -64,7 +65,13 @@ func TestCAPIStatic(t *testing.T) {
 // runCAPITest runs a build of testdata/capi_test.c with two signed bundles.
 func runCAPITest(t *testing.T, prog, model string) {
 	t.Helper()
-	bundles, key := signedBundles(t, t.TempDir())
+	dir := t.TempDir()
+	bundles, key := signedBundles(t, dir)
+	// API 1.2's update channel: a TUF repository publishing the default
+	// policy as "default" revision 1, read from its directory.
+	repo, root := tufRepo(t, filepath.Join(dir, "default.wasm"))
+	t.Setenv("EDGELLM_CAPI_TEST_REPO", repo)
+	t.Setenv("EDGELLM_CAPI_TEST_REPO_ROOT", root)
 	// The pause makes the generate/free race meet its window (exports.go
 	// testGenerateDelay).
 	t.Setenv("EDGELLM_CAPI_TEST_GENERATE_DELAY_US", "300")
@@ -302,6 +309,30 @@ func TestJNI(t *testing.T) {
 	if !strings.Contains(got, "jni: 7 passed, 0 failed") {
 		t.Fatalf("the Java program reported failures:\n%s", got)
 	}
+}
+
+// tufRepo makes an operator's TUF repository (update.InitRepo, one key per
+// role) that publishes the module at wasmPath as "default" revision 1, and
+// returns its published directory and the root.json an app ships.
+func tufRepo(t *testing.T, wasmPath string) (string, string) {
+	t.Helper()
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err := update.InitRepo(dir, update.FileKeyring{Dir: filepath.Join(dir, "keys")}, update.InitOptions{}, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := policy.NewConfig().WithCacheDir("-")
+	if _, err := update.AddModule(context.Background(), r, cfg, wasm, update.AddOptions{Name: "default", MinEngineVersion: "0.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Publish(update.Expiries{}); err != nil {
+		t.Fatal(err)
+	}
+	return r.PublishedDir(), r.RootPath()
 }
 
 // signedBundles signs the default policy twice (revisions 1 and 2) with a

@@ -74,7 +74,7 @@ var edges = []edge{
 
 	// Above host: the CLI, its internals, the C library.
 	{"cmd/libedgellm", []string{"cmd/libedgellm/internal/capi"}, nil, "main is a shell over the C API"},
-	{"cmd/libedgellm/internal/capi", []string{"abi", "host", "host/policy", "host/sensors"}, nil, "the C API is an app of host; the draft bound is abi.MaxSpecK"},
+	{"cmd/libedgellm/internal/capi", []string{"abi", "host", "host/policy", "host/policy/update", "host/sensors"}, nil, "the C API is an app of host (policies from the TUF channel too); the draft bound is abi.MaxSpecK"},
 	{"cmd/libedgellm/internal/capi", []string{"kernels"}, []string{"api11.go", "slog.go"},
 		"DEBT: the C log callback takes llama.cpp's messages with their levels through kernels.SetLogFunc; host.SetLog takes only a writer"},
 	{"cmd/edgellm/internal/pressure", []string{"host/sensors", "internal/cputime"}, nil, "memory/CPU pressure reads the sensors and CPU time"},

@@ -702,6 +702,52 @@ int main(int argc, char **argv) {
         CHECK(lc.messages == before, "messages after log_set(NULL): %d", lc.messages - before);
     }
 
+    // ---- 1.2: a policy from the TUF update channel, and its decision log ----
+    {
+        const char *repo = getenv("EDGELLM_CAPI_TEST_REPO"), *root = getenv("EDGELLM_CAPI_TEST_REPO_ROOT");
+        if (repo && root) {
+            char state[] = "/tmp/capi-tuf-XXXXXX";
+            CHECK(mkdtemp(state) != NULL, "mkdtemp");
+            char log[96];
+            snprintf(log, sizeof log, "%s/decisions.jsonl", state);
+            struct edgellm_policy_params rp;
+            edgellm_policy_params_init(&rp);
+            rp.repo = repo;
+            rp.repo_root = root;
+            rp.repo_name = "default";
+            rp.state_dir = state;
+            rp.cache_dir = "-";
+            rp.decision_log = log;
+            edgellm_session rs = 0;
+            edgellm_policy rpol = 0;
+            CHECK(edgellm_session_new(e, &sp, &rs) == EDGELLM_OK, "repo session");
+            rc = edgellm_policy_attach(rs, &rp, &rpol);
+            CHECK(rc == EDGELLM_OK, "attach from the TUF repository %s: rc %d: %s", repo, rc, edgellm_last_error());
+            struct collect rcol = {0};
+            CHECK(greedy(rs, 24, &rcol) == EDGELLM_OK && strncmp(rcol.text, golden, 24) == 0, "repo policy generation: \"%s\"", rcol.text);
+            struct edgellm_stats rst;
+            edgellm_stats_init(&rst);
+            CHECK(edgellm_session_stats(rs, &rst) == EDGELLM_OK && rst.policy_revision == 1 && rst.policy_calls > 0,
+                  "repo policy: revision %lld, calls %lld (want revision 1 from the repository)", (long long)rst.policy_revision, (long long)rst.policy_calls);
+            CHECK(edgellm_policy_free(rpol) == EDGELLM_OK, "free the repo policy");
+            FILE *lf = fopen(log, "r");
+            CHECK(lf != NULL, "the decision log %s was not written", log);
+            if (lf) fclose(lf);
+            // A repo without its root, and a repo beside a bundle, are refused.
+            rp.repo_root = NULL;
+            CHECK(edgellm_policy_attach(rs, &rp, &rpol) == EDGELLM_ERR_INVALID_ARGUMENT, "repo without repo_root accepted");
+            rp.repo_root = root;
+            rp.bundle_path = bundle1;
+            CHECK(edgellm_policy_attach(rs, &rp, &rpol) == EDGELLM_ERR_INVALID_ARGUMENT, "repo beside bundle_path accepted");
+            CHECK(edgellm_session_free(rs) == EDGELLM_OK, "free the repo session");
+            char cmd[128];
+            snprintf(cmd, sizeof cmd, "rm -rf %s", state);
+            CHECK(system(cmd) == 0, "rm the state");
+        } else {
+            printf("TUF repository attach: skipped (EDGELLM_CAPI_TEST_REPO not set)\n");
+        }
+    }
+
     // ---- policy: a signed bundle, the app's trim level, a hot reload ----
     struct edgellm_policy_params pp;
     edgellm_policy_params_init(&pp);

@@ -55,8 +55,13 @@ struct edgellm_policy_params_v1_0 {
     const char *sensors;
     int32_t insecure;
 };
+struct edgellm_policy_params_v1_1 {
+    struct edgellm_policy_params_v1_0 v1_0;
+    const char *cache_dir;
+};
 enum {
     size_policy_params_v1_0 = sizeof(struct edgellm_policy_params_v1_0),
+    size_policy_params_v1_1 = sizeof(struct edgellm_policy_params_v1_1),
     size_engine_params_v1_0 = sizeof(struct edgellm_engine_params_v1_0),
     size_generate_params_v1_0 = sizeof(struct edgellm_generate_params_v1_0),
     size_stats_v1_0 = sizeof(struct edgellm_stats_v1_0),

@@ -14,10 +14,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"time"
 	"unsafe"
 
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/host/policy"
+	"github.com/edgellm/edgellm/host/policy/update"
 )
 
 //export edgellm_sensors_init_sized
@@ -89,7 +92,7 @@ func edgellm_policy_params_init(p *C.struct_edgellm_policy_params) {
 //export edgellm_policy_params_init_sized
 func edgellm_policy_params_init_sized(p *C.struct_edgellm_policy_params, size C.uint32_t) C.int {
 	d := C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
-	return initSized("edgellm_policy_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_policy_params_v1_0, C.sizeof_struct_edgellm_policy_params)
+	return initSized("edgellm_policy_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_policy_params_v1_0, C.size_policy_params_v1_1, C.sizeof_struct_edgellm_policy_params)
 }
 
 //export edgellm_policy_attach
@@ -102,7 +105,7 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		if p == nil || out == nil {
 			return errorf(statusInvalidArgument, "edgellm_policy_attach: params and out must not be NULL")
 		}
-		if err := checkSize("edgellm_policy_params", p.size, C.size_policy_params_v1_0, C.sizeof_struct_edgellm_policy_params); err != nil {
+		if err := checkSize("edgellm_policy_params", p.size, C.size_policy_params_v1_0, C.size_policy_params_v1_1, C.sizeof_struct_edgellm_policy_params); err != nil {
 			return err
 		}
 		pp := C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
@@ -111,8 +114,12 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		if err := notInCallback("edgellm_policy_attach"); err != nil {
 			return err
 		}
-		if p.bundle_path == nil && p.inbox_dir == nil {
-			return errorf(statusInvalidArgument, "edgellm_policy_attach: neither bundle_path nor inbox_dir is set")
+		repo, err := repoOptions(p)
+		if err != nil {
+			return err
+		}
+		if p.bundle_path == nil && p.inbox_dir == nil && repo == nil {
+			return errorf(statusInvalidArgument, "edgellm_policy_attach: none of bundle_path, inbox_dir and repo is set")
 		}
 		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir)).WithLogger(policyLog).WithCacheDir(goString(p.cache_dir))
 		if p.trusted_key != nil {
@@ -136,6 +143,7 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		s.eng.mu.Lock()
 		ad, err := host.AttachPolicy(context.Background(), s.sess, host.PolicyOptions{
 			Path: goString(p.bundle_path), Inbox: goString(p.inbox_dir), Config: &cfg, Sensors: goString(p.sensors),
+			Repo: repo, RepoPoll: time.Duration(p.repo_poll_ms) * time.Millisecond, DecisionLog: goString(p.decision_log),
 			SensorOptions: host.SensorOptions{Platform: devicePlatform},
 		})
 		s.eng.mu.Unlock()
@@ -247,4 +255,35 @@ func edgellm_session_stats(h C.edgellm_session, out *C.struct_edgellm_stats) C.i
 		return nil
 	}()
 	return done(err, statusInternal)
+}
+
+// repoOptions is the TUF update channel of API 1.2's policy params (nil
+// when repo is not set), checked as `run --policy-repo` checks its flags.
+func repoOptions(p *C.struct_edgellm_policy_params) (*update.Options, error) {
+	if p.repo == nil {
+		if p.repo_root != nil || p.repo_name != nil {
+			return nil, errorf(statusInvalidArgument, "edgellm_policy_attach: repo_root and repo_name go with repo")
+		}
+		return nil, nil
+	}
+	switch {
+	case p.bundle_path != nil || p.inbox_dir != nil:
+		return nil, errorf(statusInvalidArgument, "edgellm_policy_attach: repo replaces bundle_path and inbox_dir: set one")
+	case p.repo_root == nil || p.repo_name == nil:
+		return nil, errorf(statusInvalidArgument, "edgellm_policy_attach: repo needs repo_root (the root.json the app ships) and repo_name")
+	case p.state_dir == nil:
+		return nil, errorf(statusInvalidArgument, "edgellm_policy_attach: repo needs state_dir (the last-good module and the trusted metadata live there)")
+	case p.repo_poll_ms < 0:
+		return nil, errorf(statusInvalidArgument, "edgellm_policy_attach: repo_poll_ms %d is negative", p.repo_poll_ms)
+	}
+	name := C.GoString(p.repo_name)
+	if err := update.ValidName(name); err != nil {
+		return nil, errorf(statusInvalidArgument, "edgellm_policy_attach: repo_name: %v", err)
+	}
+	root, err := update.ReadRegularFile(C.GoString(p.repo_root), update.DefaultLimits().Root)
+	if err != nil {
+		return nil, errorf(statusIO, "edgellm_policy_attach: repo_root: %v", err)
+	}
+	return &update.Options{Repo: C.GoString(p.repo), TrustedRoot: root,
+		StateDir: filepath.Join(C.GoString(p.state_dir), "repo-"+name), Name: name}, nil
 }
