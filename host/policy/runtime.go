@@ -209,7 +209,8 @@ func (r *Runtime) Module() string {
 // a .wasm (only with WithInsecure), a bundle directory or a bundle .tar.gz,
 // told apart by content. Reading, verifying, compiling and instantiating all
 // happen on the caller's goroutine while the current policy keeps serving;
-// on any error the current policy stays and the error says why.
+// on any error the current policy stays and the error says why (the
+// caller reports it; Watch's reloads, which have no caller, log it).
 func (r *Runtime) LoadFile(ctx context.Context, path string) error {
 	if r.closed.Load() {
 		return ErrClosed
@@ -217,7 +218,6 @@ func (r *Runtime) LoadFile(ctx context.Context, path string) error {
 	err := r.load(ctx, path)
 	if err != nil {
 		r.c.loadErrors.Add(1)
-		r.log.Warn("policy: load refused, current policy kept", "path", path, "err", err)
 	}
 	return err
 }

@@ -70,7 +70,9 @@ func (r *Runtime) Watch(ctx context.Context, path string) error {
 				}
 				r.log.Warn("policy: watch error", "path", path, "err", err)
 			case <-timer.C:
-				_ = r.LoadFile(ctx, path) // errors are logged and counted
+				if err := r.LoadFile(ctx, path); err != nil { // counted by LoadFile
+					r.log.Warn("policy: reload refused, current policy kept", "path", path, "err", err)
+				}
 			}
 		}
 	}()
