@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 
@@ -199,7 +200,10 @@ func (r *Runtime) call(inst *instance, s *abi.Sensors, d *abi.Decision, res *Res
 		res.Err = err
 		var ee *sys.ExitError
 		if overran || (errors.As(err, &ee) && ee.ExitCode() == sys.ExitCodeDeadlineExceeded) {
+			// The stop is a trap the instrumentation placed (or wazero's
+			// close): say what it was, not "wasm error: unreachable".
 			res.Outcome = OutcomeDeadline
+			res.Err = fmt.Errorf("stopped at the %v deadline", r.cfg.deadline)
 		} else {
 			res.Outcome = OutcomeTrap
 		}
