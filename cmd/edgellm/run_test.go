@@ -229,3 +229,28 @@ func TestRunThreadsCap(t *testing.T) {
 		t.Fatalf("EDGELLM_THREADS=1: the policy raised threads past it:\n%s", errs)
 	}
 }
+
+// TestRunInsecureKeepsNoRollbackState (#27): --policy-insecure is for
+// development: a bundle it loads must not move the device's persisted
+// rollback index, so the state directory gets no rollback.json.
+func TestRunInsecureKeepsNoRollbackState(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k")
+	if _, errs, code := runCLI(t, "policy", "keygen", "-o", key); code != 0 {
+		t.Fatalf("keygen: %s", errs)
+	}
+	bundle := filepath.Join(dir, "b.tar.gz")
+	if _, errs, code := runCLI(t, "policy", "sign", "--key", key+".key", "--name", "default", "--revision", "7",
+		buildPolicy(t, "default"), "-o", bundle); code != 0 {
+		t.Fatalf("sign: %s", errs)
+	}
+	state := filepath.Join(dir, "state")
+	_, errs, code := runCLI(t, "run", "-m", sharedtest.Stories260K(t), "-n", "4", "--threads", "1",
+		"--policy", bundle, "--policy-insecure", "--policy-state", state)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(state, "rollback.json")); !os.IsNotExist(err) {
+		t.Fatalf("--policy-insecure wrote the rollback index (%v)", err)
+	}
+}
