@@ -6,28 +6,17 @@ import (
 
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/sharedtest"
-	"github.com/edgellm/edgellm/internal/synth"
+	"github.com/edgellm/edgellm/internal/synthtest"
 )
 
-// tinyFamilies are the SYNTHETIC tiny models of each family (synth's
-// "<family>-tiny" shapes: every feature of the family on, a few layers).
-var tinyFamilies = []string{"qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "gemma3-tiny", "phi3-tiny", "smollm2-tiny"}
+// tinyFamilies are the SYNTHETIC tiny models of each family.
+var tinyFamilies = synthtest.TinyFamilies
 
 // familyModel is the SYNTHETIC model of shape name, written once per test
-// binary: with stories260K's 512-token vocabulary (fast), or with the
-// shape's own when it needs it (phi3-tiny: llama.cpp looks Phi-3's special
-// tokens up by name in a model named phi3).
+// binary (synthtest.Cache.Named).
 func familyModel(t testing.TB, name string, typ gguf.Type) string {
 	t.Helper()
-	sh, ok := synth.Shapes[name]
-	if !ok {
-		t.Fatalf("no shape %s", name)
-	}
-	if sh.Vocab == "" {
-		return synthModel(t, sh, typ)
-	}
-	return synths.Model(t, sh, typ, sharedtest.Path(t, sh.Vocab))
+	return synths.Named(t, name, typ)
 }
 
 // TestParityFamiliesRepacked: both engines repacked (the interleaved Q4_0

@@ -41,7 +41,7 @@ var edges = []edge{
 	{"internal/synth", []string{"internal/gguf", "internal/shareddir", "kernels"}, nil,
 		"writes synthetic GGUF models, quantizing with ggml, with the shared directory's vocabulary"},
 	{"internal/sharedtest", []string{"internal/shareddir"}, nil, "test models come from the one shared-directory rule"},
-	{"internal/synthtest", []string{"internal/gguf", "internal/synth"}, nil, "tests' SYNTHETIC models are written by synth, once per test binary"},
+	{"internal/synthtest", []string{"internal/gguf", "internal/sharedtest", "internal/synth"}, nil, "tests' SYNTHETIC models are written by synth, once per test binary"},
 	{"internal/llamacpp", []string{"host/engine", "internal/gguf", "internal/memfd", "internal/tokenizer", "kernels"}, nil,
 		"the llama.cpp engine: implements the contract over kernels' llama.h bindings"},
 	{"internal/native", []string{"host/engine", "internal/gguf", "internal/memfd", "internal/sample", "internal/tokenizer", "kernels"}, nil,

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/sharedtest"
 	"github.com/edgellm/edgellm/internal/synth"
 )
 
@@ -63,4 +64,25 @@ func (c *Cache) Close() {
 		os.RemoveAll(c.dir)
 		c.dir, c.files = "", nil
 	}
+}
+
+// TinyFamilies are synth's "<family>-tiny" shapes: every feature of each
+// native model family on, a few layers.
+var TinyFamilies = []string{"qwen2-tiny", "qwen3-tiny", "gemma2-tiny", "gemma3-tiny", "phi3-tiny", "smollm2-tiny"}
+
+// Named is the model of synth's shape name (Model): with stories260K's
+// 512-token vocabulary (fast), or with the shape's own when it names one
+// (phi3-tiny: llama.cpp looks Phi-3's special tokens up by name in a model
+// named phi3).
+func (c *Cache) Named(t testing.TB, name string, typ gguf.Type) string {
+	t.Helper()
+	sh, ok := synth.Shapes[name]
+	if !ok {
+		t.Fatalf("no synth shape %s", name)
+	}
+	vocab := sharedtest.Stories260K(t)
+	if sh.Vocab != "" {
+		vocab = sharedtest.Path(t, sh.Vocab)
+	}
+	return c.Model(t, sh, typ, vocab)
 }
