@@ -172,6 +172,9 @@ func edgellm_policy_load(h C.edgellm_policy, path *C.char) C.int {
 		// The runtime swaps a verified module in between decide calls: safe
 		// while another thread generates.
 		if err := pol.ad.Load(context.Background(), C.GoString(path)); err != nil {
+			// The app's log callback hears of a refused reload too (the
+			// runtime leaves reporting to the caller).
+			policyLog.Warn("policy: load refused, current policy kept", "path", C.GoString(path), "err", err)
 			return fmt.Errorf("edgellm_policy_load: %w", err)
 		}
 		return nil
