@@ -60,7 +60,10 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 	if _, err := engine.ParseKVType(string(kvType(cfg.KVType))); err != nil {
 		return nil, err
 	}
-	cfg = cfg.Resolve(e.info.NCtxTrain)
+	cfg, err := cfg.Fit(e.info.NCtxTrain)
+	if err != nil {
+		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
 	ctx, err := kernels.NewContext(e.model, contextParams(cfg))
 	if err != nil {
 		return nil, err
