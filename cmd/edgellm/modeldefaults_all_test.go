@@ -115,8 +115,12 @@ func (l *lockedBuffer) String() string {
 // --ctx 256 is refused before listening.
 func TestServeContextFits(t *testing.T) {
 	m := withCtx(t, sharedtest.Stories260K(t), 128)
-	_, errs, code := runCLI(t, "serve", "-m", m, "--ctx", "256", "--addr", "127.0.0.1:0")
-	if code != 2 || !strings.Contains(errs, "--ctx 256 is above the training context 128") {
+	// A serve that does not refuse would listen: the timeout ends it.
+	refuse, stop := context.WithTimeout(context.Background(), time.Minute)
+	var errb bytes.Buffer
+	code := run(refuse, []string{"serve", "-m", m, "--ctx", "256", "--addr", "127.0.0.1:0"}, io.Discard, &errb)
+	stop()
+	if errs := errb.String(); code != 2 || !strings.Contains(errs, "--ctx 256 is above the training context 128") {
 		t.Errorf("serve --ctx 256: exit %d, %q", code, errs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
