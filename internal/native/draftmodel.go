@@ -118,7 +118,8 @@ func (d *modelDrafter) draft(sp *Speculator, k int) error {
 		if i == k-1 {
 			break // the last draft is not decoded until it is committed
 		}
-		if err := ds.Decode([]int32{t}, engine.LogitsLast); err != nil {
+		sp.one[0] = t
+		if err := ds.Decode(sp.one[:], engine.LogitsLast); err != nil {
 			return err
 		}
 		sp.stats.DraftSteps++
