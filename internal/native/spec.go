@@ -56,8 +56,9 @@ type Speculator struct {
 	logits  []float32
 	dlogits []float32
 	out     []int32
-	batch   []int32  // the verify batch (scratch)
-	one     [1]int32 // a draft's one-token batch (scratch)
+	batch   []int32     // the verify batch (scratch)
+	one     [1]int32    // a draft's one-token batch (scratch)
+	graphs  shapeGraphs // the verify batches' graphs (specgraphs.go)
 	stats   SpecStats
 	meter   specMeter
 	auto    bool // choose K each round from the measurements (SetAuto)
@@ -141,6 +142,9 @@ func (sp *Speculator) Close() error {
 	}
 	sp.closePools()
 	err := sp.d.close()
+	if e := sp.graphs.close(); err == nil {
+		err = e
+	}
 	sp.d = nil
 	return err
 }
@@ -334,7 +338,7 @@ func (sp *Speculator) Step() ([]int32, error) {
 	}
 	sp.batch = append(append(sp.batch[:0], last), sp.drafts...)
 	tv := sp.now()
-	if err := s.Decode(sp.batch, engine.LogitsAll); err != nil {
+	if err := sp.graphs.decode(s, sp.batch, engine.LogitsAll); err != nil {
 		return nil, err
 	}
 	dv := sp.now() - tv
