@@ -276,13 +276,8 @@ func TestVersion(t *testing.T) {
 }
 
 func TestEnums(t *testing.T) {
-	for k := KVUnknown; k <= KVQ4_0+1; k++ {
-		if k.String() != "" && ParseKVType(k.String()) != k {
-			t.Errorf("KV %d: %q does not round-trip", k, k.String())
-		}
-	}
-	if ParseKVType("q4_0") != KVQ4_0 || ParseKVType("bogus") != KVUnknown || KVUnknown.String() != "" {
-		t.Error("ParseKVType")
+	if KVQ4_0.String() != "q4_0" || KVUnknown.String() != "" || (KVQ4_0+1).String() != "" {
+		t.Error("KVType.String")
 	}
 	if ThermalShutdown.String() != "shutdown" || ThermalStatus(7).String() != "invalid" {
 		t.Error("ThermalStatus.String")
