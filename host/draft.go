@@ -72,8 +72,13 @@ type Draft struct {
 	spec string         // the spec in canonical form
 }
 
-// AttachDraft attaches a draft to sess, a session of eng that has decoded
-// nothing yet (Start prefills the prompt). Errors wrap ErrDraftEngine for
+// AttachDraft attaches a draft to sess, a session of eng (Start, or
+// Generate with the Draft, prefills the prompt). A session with a Draft is
+// a conversation: Generate calls with the Draft continue it. skip:N,
+// self:TYPE and ngram drafts attach at any point of a conversation (one
+// Draft per call works: attach, Generate, Close); a draft model decodes
+// the whole conversation and attaches only to a session that has decoded
+// nothing. Errors wrap ErrDraftEngine for
 // an engine other than the native one and ErrDraftSpec for a spec that
 // does not parse; a draft the model cannot run (skip:N with N ≥ its layers,
 // self:TYPE without that weight set, a draft model with another

@@ -114,4 +114,39 @@ func TestDraftConversation(t *testing.T) {
 			}
 		})
 	}
+
+	// A Draft per call (as the C API's speculative entry does: attach,
+	// Generate, Close), attached mid-conversation after a plain turn; a
+	// draft model refuses a session that has decoded.
+	t.Run("per call", func(t *testing.T) {
+		for _, spec := range []string{"skip:3", "self:Q8_0", "ngram"} {
+			sess := newSession(t)
+			var conv []int32
+			for k := range turns {
+				var dr *Draft
+				if k > 0 {
+					if dr, err = AttachDraft(eng, sess, DraftOptions{Spec: spec, K: 3, Sampling: greedy}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got := run(t, sess, dr, prompts[k], budgets[k], nil)
+				if dr != nil {
+					dr.Close()
+				}
+				if !slices.Equal(got, want[k]) {
+					t.Fatalf("%s turn %d: with a draft attached for the call %v, plain %v", spec, k, got, want[k])
+				}
+				conv = append(append(conv, prompts[k]...), got...)
+				if sess.Len() != len(conv) {
+					t.Fatalf("%s turn %d: session holds %d positions, the conversation has %d tokens", spec, k, sess.Len(), len(conv))
+				}
+			}
+		}
+		sess := newSession(t)
+		run(t, sess, nil, prompts[0], 2, nil)
+		if dr, err := AttachDraft(eng, sess, DraftOptions{Spec: filepath.Join(d, "stories260K-first4layers.gguf"), K: 3, Sampling: greedy}); err == nil {
+			dr.Close()
+			t.Error("a draft model attached to a session that has decoded")
+		}
+	})
 }

@@ -48,7 +48,8 @@ type Speculator struct {
 	pMin  float32
 	greed bool
 
-	hist    []int32 // every token so far; the session holds all but the last
+	hist    []int32 // every token since base; the session holds all but the last
+	base    int     // positions the session held when the draft was attached
 	drafts  []int32
 	q       []sample.Dist // draft distributions (sampling with a model draft)
 	qPoint  bool          // the drafts are point masses (greedy or n-gram)
@@ -84,15 +85,18 @@ func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
 // the sensors). Auto mode measures on its own.
 func (sp *Speculator) SetMeasure(on bool) { sp.measure = on }
 
-// NewSpeculator attaches a draft to s. s must be empty (Len 0): Start
-// prefills the prompt. K starts at k (clamped to 1..MaxSpecK; 0 = plain
-// steps until SetK).
+// NewSpeculator attaches a draft to s: Start (or Prefill) decodes the
+// prompt, the conversation's next tokens on a session that has decoded
+// before. A draft model needs every token of the conversation, so it
+// attaches only to an empty session; skip:N, self:TYPE and ngram drafts
+// attach at any point (an ngram draft then looks up the tokens from there
+// on). K starts at k (clamped to 1..MaxSpecK; 0 = plain steps until SetK).
 func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Speculator, error) {
 	if s.kv == nil {
 		return nil, ErrClosed
 	}
-	if s.n != 0 {
-		return nil, fmt.Errorf("native: speculative decoding starts on an empty session (Len %d)", s.n)
+	if s.n != 0 && spec.Kind == DraftModel {
+		return nil, fmt.Errorf("native: a draft model starts on an empty session (Len %d): it decodes the whole conversation", s.n)
 	}
 	nv := s.cfg.NVocab
 	smp, err := sample.New(p, nv)
@@ -100,7 +104,7 @@ func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Specula
 		return nil, err
 	}
 	dsmp, _ := sample.New(p, nv)
-	sp := &Speculator{s: s, spec: spec, smp: smp, dsmp: dsmp, rej: sample.NewRejector(nv), greed: p.Greedy(),
+	sp := &Speculator{s: s, base: s.n, spec: spec, smp: smp, dsmp: dsmp, rej: sample.NewRejector(nv), greed: p.Greedy(),
 		logits: make([]float32, nv), dlogits: make([]float32, nv), q: make([]sample.Dist, MaxSpecK),
 		hist: make([]int32, 0, s.nCtx), drafts: make([]int32, 0, MaxSpecK), out: make([]int32, 0, MaxSpecK+1),
 		batch: make([]int32, 0, MaxSpecK+1)}
@@ -171,8 +175,8 @@ func (sp *Speculator) Prefill(prompt []int32) error {
 		return ErrClosed
 	case len(prompt) == 0:
 		return errors.New("native: empty prompt")
-	case s.n != len(sp.hist):
-		return fmt.Errorf("native: the session holds %d tokens, the draft's conversation %d (decoded beside the draft, or not finished)", s.n, len(sp.hist))
+	case s.n != sp.base+len(sp.hist):
+		return fmt.Errorf("native: the session holds %d tokens, the draft's conversation %d (decoded beside the draft, or not finished)", s.n, sp.base+len(sp.hist))
 	}
 	for i := 0; i < len(prompt); i += s.nBatch {
 		if err := s.Decode(prompt[i:min(len(prompt), i+s.nBatch)], engine.LogitsLast); err != nil {
@@ -220,9 +224,10 @@ func (sp *Speculator) Finish(kept int) (int, error) {
 		return 0, ErrClosed
 	}
 	kept = max(0, min(kept, len(sp.out)))
-	n := len(sp.hist) - len(sp.out) + kept
+	h := len(sp.hist) - len(sp.out) + kept
+	n := sp.base + h
 	sp.stats.Emitted -= len(sp.out) - kept
-	sp.hist, sp.out = sp.hist[:n], sp.out[:0]
+	sp.hist, sp.out = sp.hist[:h], sp.out[:0]
 	dec := 0
 	switch {
 	case s.n > n:
@@ -231,7 +236,7 @@ func (sp *Speculator) Finish(kept int) (int, error) {
 		}
 	case s.n < n:
 		for s.n < n {
-			c := sp.hist[s.n:min(n, s.n+s.nBatch)]
+			c := sp.hist[s.n-sp.base : min(n, s.n+s.nBatch)-sp.base]
 			if err := s.Decode(c, engine.LogitsLast); err != nil {
 				return dec, err
 			}
