@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -9,7 +10,8 @@ import (
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
-// TestDraftConversation: a session with a Draft is a conversation. Over
+// TestDraftConversation: a session with a Draft is a conversation (also
+// stopped by Emit mid-round, and with seeded sampling). Over
 // three Generate calls with the Draft (skip:N, self:TYPE, ngram, a draft
 // model file; one case with the default policy driving the Draft), every
 // emitted token is in the target's KV when Generate returns, the greedy
@@ -147,6 +149,49 @@ func TestDraftConversation(t *testing.T) {
 		if dr, err := AttachDraft(eng, sess, DraftOptions{Spec: filepath.Join(d, "stories260K-first4layers.gguf"), K: 3, Sampling: greedy}); err == nil {
 			dr.Close()
 			t.Error("a draft model attached to a session that has decoded")
+		}
+	})
+
+	// Stopped calls keep the conversation too: Emit's error after 5 tokens
+	// (mid-round) leaves exactly those in the session, with a draft as
+	// without; and seeded sampling (temperature 0.8) continues a
+	// conversation with a draft exactly as plain sampling does (the
+	// Draft's sampler starts each call afresh, as Generate's does).
+	t.Run("stopped and sampled", func(t *testing.T) {
+		errStop := errors.New("stop")
+		smp := DefaultSampling()
+		smp.Temp, smp.Seed = 0.8, 42
+		turn := func(t *testing.T, sess Session, dr *Draft, prompt []int32, stopAt int) []int32 {
+			var got []int32
+			_, err := Generate(context.Background(), sess, GenerateOptions{Prompt: prompt, NPredict: 12, Sampling: smp, Draft: dr,
+				Emit: func(tok int32) error {
+					got = append(got, tok)
+					if len(got) == stopAt {
+						return errStop
+					}
+					return nil
+				}})
+			if err != nil && !errors.Is(err, errStop) {
+				t.Fatal(err)
+			}
+			return got
+		}
+		for _, spec := range []string{"skip:3", "self:Q8_0", filepath.Join(d, "stories260K-first4layers.gguf")} {
+			ps, ds := newSession(t), newSession(t)
+			dr, err := AttachDraft(eng, ds, DraftOptions{Spec: spec, K: 3, Sampling: smp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for k := range turns {
+				stopAt := []int{5, 0, 0}[k]
+				w, g := turn(t, ps, nil, prompts[k], stopAt), turn(t, ds, dr, prompts[k], stopAt)
+				n += len(prompts[k]) + len(w)
+				if !slices.Equal(g, w) || ds.Len() != n || ps.Len() != n {
+					t.Fatalf("%s turn %d: with the draft %v (session %d), plain %v (session %d), want length %d", spec, k, g, ds.Len(), w, ps.Len(), n)
+				}
+			}
+			dr.Close()
 		}
 	})
 }
