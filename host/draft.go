@@ -158,5 +158,10 @@ func (d *Draft) StepTimes() DraftStepTimes { return DraftStepTimes(d.sp.StepTime
 // skip, self and ngram drafts, which share the session's KV).
 func (d *Draft) KVBytes() int64 { return d.sp.DraftKVBytes() }
 
+// ComputeBytes is the compute (activation) memory the draft adds beside
+// the session's: its graphs' buffers (verify batches of each size used, the
+// draft's own passes or model).
+func (d *Draft) ComputeBytes() int64 { return d.sp.ComputeBytes() }
+
 // ArenaBytes is the session's whole KV arena, the draft's part included.
 func (d *Draft) ArenaBytes() int64 { return d.sess.KV().Bytes() }

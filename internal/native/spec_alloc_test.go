@@ -50,6 +50,10 @@ func specAllocsPerToken(t *testing.T, e *Engine, d DraftSpec, k, warm, runs int)
 	}
 	runtime.ReadMemStats(&m1)
 	tokens = sp.Stats().Emitted - e0
+	if k > 0 && sp.ComputeBytes() <= 0 {
+		t.Errorf("%s: ComputeBytes %d after %d rounds", d, sp.ComputeBytes(), warm+runs)
+	}
+	t.Logf("speculation's compute buffers: %d bytes", sp.ComputeBytes())
 	t.Logf("%d graph builds in the measured rounds, at positions %d..%d", s.Stats().GraphBuilds-b0, s.n-tokens, s.n)
 	return float64(m1.Mallocs-m0.Mallocs) / float64(tokens), tokens
 }

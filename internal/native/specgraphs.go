@@ -54,3 +54,29 @@ func (g *shapeGraphs) close() error {
 	}
 	return err
 }
+
+// bytes is the compute memory of the graphs created so far.
+func (g *shapeGraphs) bytes() int64 {
+	var n int64
+	for _, p := range g.p {
+		if p != nil {
+			n += p.ga.BufferSize()
+		}
+	}
+	return n
+}
+
+// ComputeBytes is the compute (activation) memory the speculation adds
+// beside the session's own: its verify graphs (one per batch size used),
+// a skip or self draft's graph, a draft model's graphs. Not part of the
+// KV arena (DraftKVBytes).
+func (sp *Speculator) ComputeBytes() int64 {
+	n := sp.graphs.bytes()
+	switch d := sp.d.(type) {
+	case *passDrafter:
+		n += d.p.ga.BufferSize()
+	case *modelDrafter:
+		n += d.graphs.bytes() + d.s.ga.BufferSize()
+	}
+	return n
+}
