@@ -129,9 +129,20 @@ func (d *Draft) Close() error {
 	return err
 }
 
-// Start prefills prompt into the session and returns the first token
-// (sampled, not yet decoded). Then call Step until done.
+// Start prefills prompt into the session (the conversation's next tokens
+// after a Finish) and returns the first token (sampled, not yet decoded).
+// Then call Step until done, and Finish. Generate with the Draft does all
+// three.
 func (d *Draft) Start(prompt []int32) (int32, error) { return d.sp.Start(prompt) }
+
+// Finish ends a generation driven by Start and Step: of the tokens the
+// last Start or Step returned, the caller kept the first kept; the session
+// is rolled back over the others and the last kept token is decoded, so it
+// holds the whole conversation and Start can continue it.
+func (d *Draft) Finish(kept int) error {
+	_, err := d.sp.Finish(kept)
+	return err
+}
 
 // Step runs one round (draft K tokens, verify them in one batch, keep the
 // accepted prefix and the model's own next token) and returns the tokens it

@@ -60,7 +60,8 @@ func TestAttachDraft(t *testing.T) {
 		{"k clamped", "skip:2", "skip:2", abi.MaxSpecK + 5, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dr, err := AttachDraft(eng, newSession(t), DraftOptions{Spec: tc.spec, K: tc.k, Auto: tc.auto, Sampling: greedy})
+			sess := newSession(t)
+			dr, err := AttachDraft(eng, sess, DraftOptions{Spec: tc.spec, K: tc.k, Auto: tc.auto, Sampling: greedy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,9 +76,10 @@ func TestAttachDraft(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := []int32{tok}
+			got, last := []int32{tok}, 1
 			for len(got) < n {
 				out, err := dr.Step()
+				last = len(out)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -102,6 +104,10 @@ func TestAttachDraft(t *testing.T) {
 			}
 			if tc.name == "model" && dr.KVBytes() == 0 {
 				t.Error("a draft model's KV counts no bytes")
+			}
+			// Finish keeps the first n tokens: the session holds them all.
+			if err := dr.Finish(last - (len(got) - n)); err != nil || sess.Len() != len(prompt)+n {
+				t.Errorf("Finish: %v; session holds %d positions, want %d", err, sess.Len(), len(prompt)+n)
 			}
 		})
 	}
