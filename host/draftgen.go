@@ -13,8 +13,9 @@ import (
 // speculative session is a conversation too. Stats count rounds where plain
 // generation counts steps: the first round is warm-up, not timed.
 type draftStepper struct {
-	d   *Draft
-	one [1]int32
+	d    *Draft
+	one  [1]int32
+	toks []int32 // the last round's tokens
 }
 
 func newDraftStepper(sess Session, opts GenerateOptions) (*draftStepper, error) {
@@ -32,7 +33,7 @@ func newDraftStepper(sess Session, opts GenerateOptions) (*draftStepper, error) 
 
 func (s *draftStepper) name() string                 { return "speculative round" }
 func (s *draftStepper) prefill(prompt []int32) error { return s.d.sp.Prefill(prompt) }
-func (s *draftStepper) step() ([]int32, error)       { return s.d.sp.Step() }
+func (s *draftStepper) next() ([]int32, error)       { return s.toks, nil }
 func (s *draftStepper) finish(kept int) (int, error) { return s.d.sp.Finish(kept) }
 
 func (s *draftStepper) first() ([]int32, error) {
@@ -42,4 +43,9 @@ func (s *draftStepper) first() ([]int32, error) {
 	}
 	s.one[0] = tok
 	return s.one[:], nil
+}
+
+func (s *draftStepper) advance() (err error) {
+	s.toks, err = s.d.sp.Step()
+	return err
 }

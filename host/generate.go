@@ -295,27 +295,36 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 			}
 			return st, err
 		}
-		if toks, err = sg.step(); err != nil {
+		if err := sg.advance(); err != nil {
 			return st, fmt.Errorf("%s at position %d: %w", sg.name(), sess.Len(), err)
 		}
 		if timed {
 			st.Decode += time.Since(t0)
 			st.DecodeCPU += threadCPU(cpu) - c0
+		}
+		if toks, err = sg.next(); err != nil {
+			return st, err
+		}
+		if timed {
 			st.DecodeTokens += min(len(toks), opts.NPredict-st.GeneratedTokens)
 		}
 	}
 }
 
-// stepper is what one step of Generate's loop is. Tokens a stepper returns
-// are sampled but not yet decoded; the slice is reused by the next call.
+// stepper is what one step of Generate's loop is: advance (timed as
+// decode), then next. Tokens a stepper returns are sampled but not yet
+// decoded; the slice is reused by the next call.
 type stepper interface {
 	// prefill decodes the prompt (the conversation's next tokens).
 	prefill(prompt []int32) error
 	// first samples the tokens after the prefill (one).
 	first() ([]int32, error)
-	// step decodes what the last call returned and returns the next
-	// tokens (at least one).
-	step() ([]int32, error)
+	// advance decodes what the last call returned (a plain decode, or a
+	// whole speculative round).
+	advance() error
+	// next returns the tokens after advance (at least one): a plain
+	// sample, or the round's tokens. Plain sampling is not decode time.
+	next() ([]int32, error)
 	// finish ends the call: of the tokens the last call returned, the
 	// first kept were emitted; the session is left holding exactly the
 	// emitted tokens. It returns how many tokens it decoded.
@@ -368,16 +377,15 @@ func (p *plainStepper) first() ([]int32, error) {
 	return p.one, nil
 }
 
-func (p *plainStepper) step() ([]int32, error) {
+func (p *plainStepper) advance() error {
 	p.smp.Accept(p.one[0])
 	if err := p.sess.Decode(p.one, LogitsLast); err != nil {
-		return nil, err
+		return err
 	}
-	if err := p.sess.Logits(0, p.logits); err != nil {
-		return nil, err
-	}
-	return p.first()
+	return p.sess.Logits(0, p.logits)
 }
+
+func (p *plainStepper) next() ([]int32, error) { return p.first() }
 
 func (p *plainStepper) finish(kept int) (int, error) {
 	if kept == 0 {
