@@ -51,7 +51,8 @@ const (
 )
 
 // KVType is the element type of the KV cache on the wire. Zero is "unknown":
-// a Decision carrying it leaves the KV type unchanged.
+// a Decision carrying it leaves the KV type unchanged. The host's KV type is
+// host/engine's (a name); engine.KVType.ABI and engine.KVTypeFromABI convert.
 type KVType uint8
 
 // KV cache types.
@@ -63,7 +64,7 @@ const (
 	KVQ4_0    KVType = 4 // INT4, group 32: 4.5 bits per value
 )
 
-// String returns the host's name of the type ("f16", "f32", "q8_0", "q4_0"),
+// String returns the name of the type ("f16", "f32", "q8_0", "q4_0"),
 // or "" for KVUnknown and invalid values.
 func (k KVType) String() string {
 	switch k {
@@ -77,21 +78,6 @@ func (k KVType) String() string {
 		return "q4_0"
 	}
 	return ""
-}
-
-// ParseKVType maps a host KV type name to its ABI value (KVUnknown if unknown).
-func ParseKVType(name string) KVType {
-	switch name {
-	case "f16":
-		return KVF16
-	case "f32":
-		return KVF32
-	case "q8_0":
-		return KVQ8_0
-	case "q4_0":
-		return KVQ4_0
-	}
-	return KVUnknown
 }
 
 // Reason says why a policy changed the decision. Codes below ReasonPolicy are

@@ -160,7 +160,7 @@ func newAdapter(rt *policy.Runtime, src SensorSource, eng Engine, sess Session, 
 		kv = KVF16
 	}
 	a.cur = abi.Decision{Tier: int32(tier), Window: int32(cfg.NCtx), Threads: int32(threads),
-		CadenceSteps: DefaultCadence, KVType: abi.ParseKVType(string(kv))}
+		CadenceSteps: DefaultCadence, KVType: kv.ABI()}
 	if rs, ok := sess.(RepackSetter); ok && rs.RepackState().MaxLayers > 0 {
 		a.repackable = rs
 		a.cur.RepackLayers = int32(rs.RepackState().Layers)

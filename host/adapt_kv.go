@@ -32,7 +32,7 @@ func kvTypeLimits(eng Engine) []abi.KVType {
 	}
 	var out []abi.KVType
 	for _, t := range kr.RequantKVTypes() {
-		if k := abi.ParseKVType(string(t)); k != abi.KVUnknown {
+		if k := t.ABI(); k != abi.KVUnknown {
 			out = append(out, k)
 		}
 	}
@@ -42,7 +42,7 @@ func kvTypeLimits(eng Engine) []abi.KVType {
 // applyKVType requantizes the session's KV cache to d's type; a type the
 // session refuses (one its arena cannot hold) keeps old's, with a log line.
 func (a *Adapter) applyKVType(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
-	r, err := a.sess.(KVTypeSetter).SetKVType(KVType(d.KVType.String()))
+	r, err := a.sess.(KVTypeSetter).SetKVType(engine.KVTypeFromABI(d.KVType))
 	if err != nil {
 		if !r.Changed { // refused: nothing changed
 			a.refused(step, "KV type", d.KVType, err)

@@ -10,32 +10,41 @@ import (
 	"fmt"
 	"runtime"
 	"unsafe"
+
+	"github.com/edgellm/edgellm/host/engine"
 )
 
-// KVType is the element type of the KV cache (type_k / type_v).
-type KVType string
+// kvGGML pairs each of the engine contract's KV types with its ggml type
+// and block size (elements per block). It is the one place a KV type meets
+// ggml: llama.cpp contexts and the native engine's KV arena both convert
+// through KVGGMLType and GGMLKVType.
+var kvGGML = [...]struct {
+	t     engine.KVType
+	g     GGMLType
+	block int
+}{{engine.KVF16, GGMLTypeF16, 1}, {engine.KVF32, GGMLTypeF32, 1}, {engine.KVQ8_0, GGMLTypeQ8_0, 32}, {engine.KVQ4_0, GGMLTypeQ4_0, 32}}
 
-// KV cache types.
-const (
-	KVF16  KVType = "f16"
-	KVF32  KVType = "f32"
-	KVQ8_0 KVType = "q8_0" // INT8, group 32: 8.5 bits per value
-	KVQ4_0 KVType = "q4_0" // INT4, group 32: 4.5 bits per value
-)
-
-// ggml returns the ggml_type and its block size (elements per block).
-func (t KVType) ggml() (C.enum_ggml_type, int, bool) {
-	switch t {
-	case KVF16, "":
-		return C.GGML_TYPE_F16, 1, true
-	case KVF32:
-		return C.GGML_TYPE_F32, 1, true
-	case KVQ8_0:
-		return C.GGML_TYPE_Q8_0, 32, true
-	case KVQ4_0:
-		return C.GGML_TYPE_Q4_0, 32, true
+// KVGGMLType is the ggml type and block size of the KV type t ("" is f16).
+func KVGGMLType(t engine.KVType) (GGMLType, int, error) {
+	if t == "" {
+		t = engine.KVF16
 	}
-	return 0, 0, false
+	for _, p := range kvGGML {
+		if p.t == t {
+			return p.g, p.block, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("%w: unknown KV type %q (want f16, f32, q8_0 or q4_0)", ErrInvalidArg, t)
+}
+
+// GGMLKVType is the KV type whose ggml type is g ("" if none is).
+func GGMLKVType(g GGMLType) engine.KVType {
+	for _, p := range kvGGML {
+		if p.g == g {
+			return p.t
+		}
+	}
+	return ""
 }
 
 // FlashAttn selects flash attention (flash_attn_type).
@@ -72,7 +81,7 @@ type ContextParams struct {
 	// TypeK and TypeV are the KV cache element types; "" = f16. Quantized
 	// types need the head size to be a multiple of 32, and a quantized V
 	// needs flash attention (FlashAttnAuto or FlashAttnOn).
-	TypeK, TypeV KVType
+	TypeK, TypeV engine.KVType
 	// FlashAttn selects flash attention; the zero value is FlashAttnAuto.
 	FlashAttn FlashAttn
 	// KVUnified shares one KV buffer across sequences (kv_unified).
@@ -94,7 +103,7 @@ type Context struct {
 	pools ctxPools // contextpool.go
 
 	nCtx, nCtxSeq, nBatch, nUBatch, nSeqMax, nVocab int
-	typeK, typeV                                    KVType
+	typeK, typeV                                    engine.KVType
 
 	// Outputs of the last successful Decode: out[i] says whether batch index
 	// i has logits, for i < outN. Allocated once (len nBatch).
@@ -154,9 +163,9 @@ func NewContext(m *Model, p ContextParams) (*Context, error) {
 	return c, nil
 }
 
-func orF16(t KVType) KVType {
+func orF16(t engine.KVType) engine.KVType {
 	if t == "" {
-		return KVF16
+		return engine.KVF16
 	}
 	return t
 }
@@ -203,13 +212,13 @@ func (m *Model) contextParams(p ContextParams) (C.struct_llama_context_params, e
 	if threadsBatch == 0 {
 		threadsBatch = threads
 	}
-	tk, bk, ok := p.TypeK.ggml()
-	if !ok {
-		return cp, fmt.Errorf("%w: unknown K cache type %q (want f16, f32, q8_0 or q4_0)", ErrInvalidArg, p.TypeK)
+	tk, bk, err := KVGGMLType(p.TypeK)
+	if err != nil {
+		return cp, fmt.Errorf("K cache: %w", err)
 	}
-	tv, bv, ok := p.TypeV.ggml()
-	if !ok {
-		return cp, fmt.Errorf("%w: unknown V cache type %q (want f16, f32, q8_0 or q4_0)", ErrInvalidArg, p.TypeV)
+	tv, bv, err := KVGGMLType(p.TypeV)
+	if err != nil {
+		return cp, fmt.Errorf("V cache: %w", err)
 	}
 	// llama.cpp views the cache per head: a quantized block may not straddle heads.
 	if hk := m.headDimK(); bk > 1 && hk%bk != 0 {
@@ -237,8 +246,8 @@ func (m *Model) contextParams(p ContextParams) (C.struct_llama_context_params, e
 	cp.n_seq_max = C.uint32_t(nSeq)
 	cp.n_threads = C.int32_t(threads)
 	cp.n_threads_batch = C.int32_t(threadsBatch)
-	cp.type_k = tk
-	cp.type_v = tv
+	cp.type_k = C.enum_ggml_type(tk)
+	cp.type_v = C.enum_ggml_type(tv)
 	cp.kv_unified = C.bool(p.KVUnified)
 	cp.no_perf = C.bool(p.NoPerf)
 	return cp, nil
@@ -283,7 +292,7 @@ func (c *Context) NSeqMax() int { return c.nSeqMax }
 func (c *Context) NVocab() int { return c.nVocab }
 
 // KVTypes are the K and V cache element types.
-func (c *Context) KVTypes() (k, v KVType) { return c.typeK, c.typeV }
+func (c *Context) KVTypes() (k, v engine.KVType) { return c.typeK, c.typeV }
 
 // Threads returns the thread counts for decode and for batches.
 func (c *Context) Threads() (threads, threadsBatch int) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -120,8 +121,8 @@ func TestGoldenKVTypesAndFlashAttn(t *testing.T) {
 		name string
 		p    ContextParams
 	}{
-		{"f32-fa-off", ContextParams{TypeK: KVF32, TypeV: KVF32, FlashAttn: FlashAttnOff}},
-		{"f16-fa-on", ContextParams{TypeK: KVF16, TypeV: KVF16, FlashAttn: FlashAttnOn}},
+		{"f32-fa-off", ContextParams{TypeK: engine.KVF32, TypeV: engine.KVF32, FlashAttn: FlashAttnOff}},
+		{"f16-fa-on", ContextParams{TypeK: engine.KVF16, TypeV: engine.KVF16, FlashAttn: FlashAttnOn}},
 		{"ubatch-4", ContextParams{NBatch: 64, NUBatch: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

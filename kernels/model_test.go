@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -119,10 +120,10 @@ func TestNewContextValidation(t *testing.T) {
 	}{
 		{"ctx-above-train", ContextParams{NCtx: 4096}, "training context 2048"},
 		{"negative", ContextParams{NBatch: -1}, "negative"},
-		{"kv-type", ContextParams{TypeK: "q3"}, "unknown K cache type"},
+		{"kv-type", ContextParams{TypeK: "q3"}, "K cache: invalid argument: unknown KV type"},
 		// Head size 8 cannot hold a 32-element quantization block.
-		{"kv-q8-head8", ContextParams{TypeK: KVQ8_0}, "multiple of 32"},
-		{"kv-q4-v", ContextParams{TypeV: KVQ4_0}, "multiple of 32"},
+		{"kv-q8-head8", ContextParams{TypeK: engine.KVQ8_0}, "multiple of 32"},
+		{"kv-q4-v", ContextParams{TypeV: engine.KVQ4_0}, "multiple of 32"},
 		{"seq-max", ContextParams{NSeqMax: 100000}, "n_seq_max"},
 		{"fa-mode", ContextParams{FlashAttn: 7}, "flash attention"},
 	} {
@@ -150,7 +151,7 @@ func TestNewContextValidation(t *testing.T) {
 	if th, tb := c.Threads(); th != 2 || tb != 1 {
 		t.Errorf("Threads after SetThreads = %d, %d", th, tb)
 	}
-	if k, v := c.KVTypes(); k != KVF16 || v != KVF16 {
+	if k, v := c.KVTypes(); k != engine.KVF16 || v != engine.KVF16 {
 		t.Errorf("KVTypes = %s, %s", k, v)
 	}
 }

@@ -127,25 +127,6 @@ type Vocab interface {
 	NVocab() int
 }
 
-// KVType is the element type of the KV cache.
-type KVType string
-
-const (
-	KVF16  KVType = "f16"
-	KVF32  KVType = "f32"
-	KVQ8_0 KVType = "q8_0" // INT8, group 32: 8.5 bits per value
-	KVQ4_0 KVType = "q4_0" // INT4, group 32: 4.5 bits per value
-)
-
-// ParseKVType validates a KV type name.
-func ParseKVType(s string) (KVType, error) {
-	switch t := KVType(s); t {
-	case KVF16, KVF32, KVQ8_0, KVQ4_0:
-		return t, nil
-	}
-	return "", errors.New("unknown KV type " + `"` + s + `"` + " (want f16, f32, q8_0 or q4_0)")
-}
-
 // SessionConfig configures a Session.
 type SessionConfig struct {
 	NCtx    int    // context length in tokens; 0 = DefaultNCtx capped by the model

@@ -22,13 +22,6 @@ type Session struct {
 
 var _ engine.Session = (*Session)(nil)
 
-func kvType(t engine.KVType) kernels.KVType {
-	if t == "" {
-		return kernels.KVType(engine.KVF16)
-	}
-	return kernels.KVType(t)
-}
-
 // contextParams maps a session config to llama.cpp's. Quantized V needs flash
 // attention in llama.cpp; FlashAttnAuto lets it decide.
 func contextParams(cfg engine.SessionConfig) kernels.ContextParams {
@@ -43,8 +36,8 @@ func contextParams(cfg engine.SessionConfig) kernels.ContextParams {
 		NCtx:      cfg.NCtx,
 		NBatch:    cfg.NBatch,
 		Threads:   cfg.Threads,
-		TypeK:     kvType(cfg.KVType),
-		TypeV:     kvType(cfg.KVType),
+		TypeK:     cfg.KVType,
+		TypeV:     cfg.KVType,
 		FlashAttn: fa,
 	}
 }
@@ -57,12 +50,12 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 	if e.tiers != nil && e.sessions > 0 {
 		return nil, fmt.Errorf("llamacpp: a tier ladder supports one session at a time")
 	}
-	if _, err := engine.ParseKVType(string(kvType(cfg.KVType))); err != nil {
-		return nil, err
-	}
 	cfg, err := cfg.Fit(e.info.NCtxTrain)
 	if err != nil {
 		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
+	if _, err := engine.ParseKVType(string(cfg.KVType)); err != nil {
+		return nil, err
 	}
 	ctx, err := kernels.NewContext(e.model, contextParams(cfg))
 	if err != nil {
@@ -189,7 +182,7 @@ func (s *Session) KVBytesPerToken() int64 {
 	info := s.e.info
 	headDim := info.NEmbd / max(info.NHead, 1)
 	row := int64(info.NHeadKV * headDim) // elements per token per layer, K or V
-	bytes, err := kernels.RowBytes(kernels.KVType(kvType(s.cfg.KVType)), row)
+	bytes, err := kernels.RowBytes(s.cfg.KVType, row)
 	if err != nil {
 		return 0
 	}

@@ -32,19 +32,10 @@ type KVArena struct {
 	meta       *kernels.GGMLContext
 }
 
-// kvGGMLType maps the engine's KV type names to ggml types.
+// kvGGMLType maps the engine's KV type to its ggml type (kernels.KVGGMLType).
 func kvGGMLType(t engine.KVType) (kernels.GGMLType, error) {
-	switch t {
-	case "", engine.KVF16:
-		return kernels.GGMLTypeF16, nil
-	case engine.KVF32:
-		return kernels.GGMLTypeF32, nil
-	case engine.KVQ8_0:
-		return kernels.GGMLTypeQ8_0, nil
-	case engine.KVQ4_0:
-		return kernels.GGMLTypeQ4_0, nil
-	}
-	return 0, fmt.Errorf("unknown KV type %q (want f16, f32, q8_0 or q4_0)", t)
+	g, _, err := kernels.KVGGMLType(t)
+	return g, err
 }
 
 // NewKVArena allocates the arena for cfg with nSlots slots per layer.

@@ -48,7 +48,7 @@ const kvRequantChunk = 64
 // draft model) changes nothing.
 func (s *Session) SetKVType(typ engine.KVType) (engine.KVChange, error) {
 	r, err := s.setKVType(typ)
-	return engine.KVChange{From: engine.KVType(r.From.String()), To: engine.KVType(r.To.String()), Changed: r.Changed,
+	return engine.KVChange{From: kernels.GGMLKVType(r.From), To: kernels.GGMLKVType(r.To), Changed: r.Changed,
 		Rows: r.Rows, Released: r.Released, Convert: r.Convert, Release: r.ReleaseDur}, err
 }
 

@@ -32,7 +32,8 @@ type edge struct {
 // the rules are about what ships). Keep one entry per reason.
 var edges = []edge{
 	// The contract and the ABI: the bottom.
-	{"host/engine", []string{"abi"}, nil, "the engine contract's draft statistics are sized by the ABI's MaxSpecK"},
+	{"host/engine", []string{"abi"}, nil, "the engine contract's draft statistics are sized by the ABI's MaxSpecK; KVType converts to the wire enum"},
+	{"kernels", []string{"host/engine"}, nil, "the KV cache element type is the contract's one KVType (kernels.KVGGMLType converts it to ggml's)"},
 
 	// Below host: formats, kernels and the two engines (internal/).
 	{"internal/precision", []string{"internal/gguf"}, nil, "a precision manifest is read from GGUF metadata"},
