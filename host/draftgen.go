@@ -21,7 +21,7 @@ func generateDraft(ctx context.Context, sess Session, vocab Vocab, opts Generate
 	switch {
 	case d.sp == nil:
 		return st, errors.New("GenerateOptions.Draft is closed")
-	case Session(d.sess) != sess:
+	case !sessionIs(sess, d.sess):
 		return st, errors.New("GenerateOptions.Draft is attached to another session")
 	case opts.OnLogits != nil:
 		return st, errors.New("GenerateOptions.OnLogits with a Draft: speculative rounds sample inside the Draft")
