@@ -21,6 +21,7 @@ func fullSensors() Sensors {
 		CPUPSISomeAvg10: 37.5, CPURunnable: 3, CPUAllowed: 2, StepTimeRatio: 1.8, CurThreads: 2,
 		RepackLayers: 12, RepackLayersMax: 17, RepackMB: 410, RepackMBMax: 581,
 		CPUOtherBusy: 0.75, CPUPSISomeRecent: 46.5, CPUSpanMS: 251.5,
+		LayerLatencyBatch: 5, LayerLatencyPos: 1019, DraftState: DraftDetached, DraftMB: 37.25,
 	}
 	for i := range s.LayerLatencyUS {
 		s.LayerLatencyUS[i] = float32(i) * 1.5
@@ -40,7 +41,7 @@ func fullSensors() Sensors {
 
 func fullDecision() Decision {
 	d := Decision{Tier: 2, SpecK: 6, Window: 256, Anchors: 4, Threads: 2, CadenceSteps: 8, KVType: KVQ4_0,
-		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100, RepackLayers: 9}
+		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100, RepackLayers: 9, Draft: DraftDetach}
 	d.SetReason(ReasonThermal, "thermal severe: tier 1→2")
 	for i := range d.LayerBits {
 		d.LayerBits[i] = uint8(i % 9)
@@ -173,7 +174,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"major 0", patch(0, 0, 0), ErrMajorVersion},
 		{"size below base", patch(4, 0xff, 2, 0, 0), ErrBadSize},
 		{"size huge", patch(4, 0, 0, 0, 1), ErrBadSize},
-		{"size beyond buffer", patch(4, 0x10, 5, 0, 0), ErrShortBuffer}, // 1296 > SensorsSize
+		{"size beyond buffer", patch(4, 0x24, 5, 0, 0), ErrShortBuffer}, // 1316 > SensorsSize
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out Sensors
@@ -212,7 +213,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestNewerMinor: a newer writer (minor 6, a longer struct) is read up to
+// TestNewerMinor: a newer writer (minor 7, a longer struct) is read up to
 // what this package knows.
 func TestNewerMinor(t *testing.T) {
 	s := fullSensors()
@@ -220,7 +221,7 @@ func TestNewerMinor(t *testing.T) {
 	if err := EncodeSensors(buf, &s); err != nil {
 		t.Fatal(err)
 	}
-	buf[2] = 6                            // minor 6
+	buf[2] = 7                            // minor 7
 	le.PutUint32(buf[4:], SensorsSize+64) // appended fields
 	for i := SensorsSize; i < len(buf); i++ {
 		buf[i] = 0xEE
@@ -233,13 +234,13 @@ func TestNewerMinor(t *testing.T) {
 		t.Fatal("newer-minor decode differs")
 	}
 	h, err := ReadHeader(buf)
-	if err != nil || h.Version != (Version{1, 6}) || h.Size != SensorsSize+64 {
+	if err != nil || h.Version != (Version{1, 7}) || h.Size != SensorsSize+64 {
 		t.Fatalf("ReadHeader = %+v, %v", h, err)
 	}
 }
 
 func TestVersion(t *testing.T) {
-	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.5" {
+	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.6" {
 		t.Fatalf("Current = %v", Current())
 	}
 	for _, tc := range []struct {
@@ -254,7 +255,8 @@ func TestVersion(t *testing.T) {
 		{Version{1, 3}, 1256, 760, ""},
 		{Version{1, 4}, 1272, 768, ""},
 		{Version{1, 5}, 1284, 768, ""},
-		{Version{1, 6}, 0, 0, ErrMinorVersion},
+		{Version{1, 6}, 1300, 776, ""},
+		{Version{1, 7}, 0, 0, ErrMinorVersion},
 		{Version{2, 0}, 0, 0, ErrMajorVersion},
 		{Version{0, 9}, 0, 0, ErrMajorVersion},
 	} {
@@ -336,6 +338,7 @@ func TestExchangeSizes(t *testing.T) {
 		{Version{1, 3}, SensorsSize13, DecisionSize11},
 		{Version{1, 4}, SensorsSize14, DecisionSize14},
 		{Version{1, 5}, SensorsSize15, DecisionSize14},
+		{Version{1, 6}, SensorsSize16, DecisionSize16},
 		{Version{1, 9}, SensorsSize, DecisionSize},
 	} {
 		ss, ds, err := ExchangeSizes(tc.v)
@@ -353,8 +356,8 @@ func TestExchangeSizes(t *testing.T) {
 // clear (Sensors), or the reader's own values kept (Decision).
 func TestOlderMinorPrefix(t *testing.T) {
 	s := fullSensors()
-	s.Present = ^Presence(0) >> 32 // bits 0–31: every reading of 1.5
-	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13, SensorsSize14, SensorsSize15} {
+	s.Present = ^Presence(0) >> 30 // bits 0–33: every reading of 1.6
+	for _, size := range []int{SensorsSize10, SensorsSize11, SensorsSize12, SensorsSize13, SensorsSize14, SensorsSize15, SensorsSize16} {
 		buf := make([]byte, size)
 		if err := EncodeSensorsSize(buf, &s, size); err != nil {
 			t.Fatalf("size %d: %v", size, err)
@@ -389,6 +392,10 @@ func TestOlderMinorPrefix(t *testing.T) {
 			want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
 			want.Present &^= PresentCPUBusy
 		}
+		if size < SensorsSize16 {
+			want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
+			want.Present &^= PresentLatencyShape | PresentDraft
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("size %d: decoded %+v\nwant %+v", size, got, want)
 		}
@@ -401,8 +408,8 @@ func TestOlderMinorPrefix(t *testing.T) {
 	}
 
 	d := fullDecision()
-	pre := Decision{SpecPMin: 0.25, DraftThreads: 3, DraftCPUMask: 0x5, VerifyCPUMask: 0xa, RepackLayers: 5}
-	for _, size := range []int{DecisionSize10, DecisionSize11, DecisionSize14} {
+	pre := Decision{SpecPMin: 0.25, DraftThreads: 3, DraftCPUMask: 0x5, VerifyCPUMask: 0xa, RepackLayers: 5, Draft: DraftLeave}
+	for _, size := range []int{DecisionSize10, DecisionSize11, DecisionSize14, DecisionSize16} {
 		buf := make([]byte, size)
 		if err := EncodeDecisionSize(buf, &d, size); err != nil {
 			t.Fatalf("decision size %d: %v", size, err)
@@ -420,6 +427,9 @@ func TestOlderMinorPrefix(t *testing.T) {
 		}
 		if size < DecisionSize14 {
 			want.RepackLayers = pre.RepackLayers // a 1.1–1.3 writer keeps the pre-fill
+		}
+		if size < DecisionSize16 {
+			want.Draft = pre.Draft // a 1.0–1.5 writer leaves the draft as it is
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("decision of size %d over a pre-fill: %+v\nwant %+v", size, got, want)
@@ -446,6 +456,7 @@ func TestMinor13Writer(t *testing.T) {
 	want := s
 	want.RepackLayers, want.RepackLayersMax, want.RepackMB, want.RepackMBMax = 0, 0, 0, 0
 	want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
+	want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
 	want.Present &^= PresentRepack | PresentCPUBusy
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.3 sensors: %+v\nwant %+v", got, want)
@@ -463,12 +474,12 @@ func TestMinor13Writer(t *testing.T) {
 	le.PutUint16(dbuf[2:], 3)
 	le.PutUint32(dbuf[4:], DecisionSize11)
 	for _, pre := range []int32{-1, 0, 7} {
-		gd := Decision{RepackLayers: pre}
+		gd := Decision{RepackLayers: pre, Draft: DraftLeave}
 		if err := DecodeDecision(dbuf, &gd); err != nil {
 			t.Fatal(err)
 		}
 		wd := d
-		wd.RepackLayers = pre
+		wd.RepackLayers, wd.Draft = pre, DraftLeave
 		if !reflect.DeepEqual(gd, wd) {
 			t.Errorf("1.3 decision over pre-fill %d: %+v\nwant %+v", pre, gd, wd)
 		}
@@ -503,12 +514,67 @@ func TestMinor14Writer(t *testing.T) {
 	}
 	want := s
 	want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
+	want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
 	want.Present &^= PresentCPUBusy
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.4 sensors: %+v\nwant %+v", got, want)
 	}
 	if !got.Has(PresentRepack) || got.RepackMB != s.RepackMB {
 		t.Errorf("1.4 sensors: present %#x, repack_mb %d", got.Present, got.RepackMB)
+	}
+}
+
+// TestMinor15Writer: structs written by a 1.5 peer decode with the 1.6
+// Sensors fields zero and PresentLatencyShape, PresentDraft clear even if the
+// writer set them, every 1.5 field intact, and the reader's pre-filled
+// Decision.Draft kept (a 1.5 guest never attaches or detaches a draft).
+func TestMinor15Writer(t *testing.T) {
+	s := fullSensors()
+	s.Present |= PresentCPUBusy | PresentLatencyShape | PresentDraft
+	buf := olderSensors(t, &s, 5, SensorsSize15)
+	got := Sensors{LayerLatencyBatch: 1, LayerLatencyPos: 2, DraftState: 1, DraftMB: 4} // must be cleared
+	if err := DecodeSensors(buf, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := s
+	want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
+	want.Present &^= PresentLatencyShape | PresentDraft
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("1.5 sensors: %+v\nwant %+v", got, want)
+	}
+	if !got.Has(PresentCPUBusy) || got.CPUSpanMS != s.CPUSpanMS {
+		t.Errorf("1.5 sensors: present %#x, cpu_span_ms %v", got.Present, got.CPUSpanMS)
+	}
+
+	d := fullDecision()
+	dfull := make([]byte, DecisionSize)
+	if err := EncodeDecision(dfull, &d); err != nil {
+		t.Fatal(err)
+	}
+	dbuf := append([]byte(nil), dfull[:DecisionSize14]...)
+	le.PutUint16(dbuf[2:], 5)
+	le.PutUint32(dbuf[4:], DecisionSize14)
+	gd := Decision{Draft: DraftLeave}
+	if err := DecodeDecision(dbuf, &gd); err != nil {
+		t.Fatal(err)
+	}
+	wd := d
+	wd.Draft = DraftLeave
+	if !reflect.DeepEqual(gd, wd) {
+		t.Errorf("1.5 decision: %+v\nwant %+v", gd, wd)
+	}
+	// A 1.6 writer's value replaces the pre-fill; the 4 bytes after it are
+	// written as zero (reserved for the next minor).
+	for i := DecisionSize16 - 4; i < DecisionSize16; i++ {
+		dfull[i] = 0xEE
+	}
+	_ = EncodeDecision(dfull, &d)
+	if r := dfull[DecisionSize16-4 : DecisionSize16]; r[0]|r[1]|r[2]|r[3] != 0 {
+		t.Errorf("reserved bytes %x", r)
+	}
+	gd = Decision{Draft: DraftLeave}
+	if err := DecodeDecision(dfull, &gd); err != nil || gd.Draft != DraftDetach {
+		t.Errorf("1.6 decision: draft %d, %v", gd.Draft, err)
 	}
 }
 

@@ -59,7 +59,23 @@ type Decision struct {
 	// policy that leaves it untouched asks for no change. The host clamps it
 	// to Sensors.RepackLayersMax; engines without repacked weights ignore it.
 	RepackLayers int32 `json:"repack_layers"`
+
+	// 1.6: the draft model.
+
+	// Draft asks the host to attach or detach the draft model: DraftLeave
+	// (0, leave as is), DraftAttach (1) or DraftDetach (2: drop the draft
+	// and free its memory, weights and KV). The host pre-fills DraftLeave;
+	// on an engine without a configured draft it is ignored. Values outside
+	// 0–2 are clamped to DraftLeave.
+	Draft int32 `json:"draft"`
 }
+
+// Values of Decision.Draft (ABI 1.6).
+const (
+	DraftLeave  = 0 // leave the draft as it is
+	DraftAttach = 1 // attach the configured draft (load it again if dropped)
+	DraftDetach = 2 // detach the draft and free its weights and KV
+)
 
 // SetReason sets the reason code and text. The text is truncated to
 // ReasonTextSize bytes at a UTF-8 boundary. It does not allocate.
@@ -132,6 +148,11 @@ const (
 	offDRepackLayers = 760
 	offDReserved2    = 764 // 4 bytes, zero
 	// end = 768 = DecisionSize14
+
+	// 1.6
+	offDDraft     = 768
+	offDReserved3 = 772 // 4 bytes, zero (reserved for the next minor)
+	// end = 776 = DecisionSize16
 )
 
 // EncodeDecision writes d into dst[:DecisionSize] (every field of this
@@ -170,6 +191,9 @@ func EncodeDecision(dst []byte, d *Decision) error {
 	// 1.4
 	le.PutUint32(b[offDRepackLayers:], uint32(d.RepackLayers))
 	clear(b[offDReserved2:DecisionSize14])
+	// 1.6
+	le.PutUint32(b[offDDraft:], uint32(d.Draft))
+	clear(b[offDReserved3:DecisionSize16])
 	return nil
 }
 
@@ -181,7 +205,7 @@ func EncodeDecisionSize(dst []byte, d *Decision, size int) error {
 	switch size {
 	case DecisionSize:
 		return EncodeDecision(dst, d)
-	case DecisionSize10, DecisionSize11:
+	case DecisionSize10, DecisionSize11, DecisionSize14:
 	default:
 		return &Error{Kind: ErrBadSize, Struct: "Decision", Got: size, Want: DecisionSize}
 	}
@@ -234,6 +258,9 @@ func DecodeDecision(src []byte, d *Decision) error {
 	}
 	if n >= DecisionSize14 {
 		d.RepackLayers = int32(le.Uint32(b[offDRepackLayers:]))
+	}
+	if n >= DecisionSize16 {
+		d.Draft = int32(le.Uint32(b[offDDraft:]))
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ var (
 	v13 = Version{Major: 1, Minor: 3}
 	v14 = Version{Major: 1, Minor: 4}
 	v15 = Version{Major: 1, Minor: 5}
+	v16 = Version{Major: 1, Minor: 6}
 )
 
 // SensorsLayout returns the Sensors fields in offset order (a fresh slice).
@@ -84,6 +85,10 @@ func SensorsLayout() []Field {
 		{"cpu_other_busy", "CPUOtherBusy", offSCPUOtherBusy, "f32", 4, v15, PresentCPUBusy, "CPU time of other processes on the CPUs this process may use ÷ the span, cores"},
 		{"cpu_psi_some_recent", "CPUPSISomeRecent", offSCPUPSISomeRecent, "f32", 4, v15, PresentCPUBusy, "CPU PSI some over the span, % (−1: the kernel has no CPU PSI)"},
 		{"cpu_span_ms", "CPUSpanMS", offSCPUSpanMS, "f32", 4, v15, PresentCPUBusy, "the span both were measured over, ms"},
+		{"layer_latency_batch", "LayerLatencyBatch", offSLayerLatencyBatch, "i32", 4, v16, PresentLatencyShape, "tokens in the forward pass layer_latency_us was measured on (1 plain step, K+1 verify, n prefill)"},
+		{"layer_latency_pos", "LayerLatencyPos", offSLayerLatencyPos, "i32", 4, v16, PresentLatencyShape, "KV position (context tokens) at that pass"},
+		{"draft_state", "DraftState", offSDraftState, "i32", 4, v16, PresentDraft, "draft model: 0 none configured, 1 attached, 2 detached"},
+		{"draft_mb", "DraftMB", offSDraftMB, "f32", 4, v16, PresentDraft, "memory the draft holds now (resident weights + KV), MiB"},
 	}
 }
 
@@ -112,6 +117,8 @@ func DecisionLayout() []Field {
 		{"verify_cpu_mask", "VerifyCPUMask", offDVerifyCPUMask, "u64", 8, v11, 0, "target-step CPUs, bit i = CPU i (0 = leave as is)"},
 		{"repack_layers", "RepackLayers", offDRepackLayers, "i32", 4, v14, 0, "layers to keep repacked, from layer 0 up, the output head last (n_layer + 1 = all); negative = leave as is"},
 		{"reserved2", "", offDReserved2, "u8[4]", 4, v14, 0, "zero"},
+		{"draft", "Draft", offDDraft, "i32", 4, v16, 0, "draft model: 0 leave as is, 1 attach, 2 detach and free its memory"},
+		{"reserved3", "", offDReserved3, "u8[4]", 4, v16, 0, "zero (reserved for the next minor)"},
 	}
 }
 
@@ -154,7 +161,7 @@ func presenceName(p Presence) string {
 		"ThermalStatus", "Temp", "Battery", "Charging", "TokPerSec",
 		"TokPerSecSmoothed", "AcceptRate", "CtxLen", "LayerLatency", "Tiers", "Current",
 		"SpecAccept", "SpecCost", "SpecKMax", "Manifest", "TokTarget", "CPUPSI", "CPULoad", "StepBaseline",
-		"Repack", "CPUBusy",
+		"Repack", "CPUBusy", "LatencyShape", "Draft",
 	}
 	for i, n := range names {
 		if p == 1<<i {

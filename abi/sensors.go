@@ -51,6 +51,10 @@ const (
 
 	// 1.5: CPU use over a span.
 	PresentCPUBusy Presence = 1 << 31 // CPUOtherBusy, CPUPSISomeRecent, CPUSpanMS
+
+	// 1.6
+	PresentLatencyShape Presence = 1 << 32 // LayerLatencyBatch, LayerLatencyPos
+	PresentDraft        Presence = 1 << 33 // DraftState, DraftMB
 )
 
 // Presence bits each minor added; a reader clears a minor's bits when the
@@ -61,6 +65,7 @@ const (
 	presence13 = PresentCPUPSI | PresentCPULoad | PresentStepBaseline
 	presence14 = PresentRepack
 	presence15 = PresentCPUBusy
+	presence16 = PresentLatencyShape | PresentDraft
 )
 
 // Sensors is what the host tells a policy at each call: device readings,
@@ -212,7 +217,31 @@ type Sensors struct {
 	CPUPSISomeRecent float32 `json:"cpu_psi_some_recent"`
 	// CPUSpanMS is the span both were measured over, milliseconds.
 	CPUSpanMS float32 `json:"cpu_span_ms"`
+
+	// 1.6: what the per-layer latencies were measured on, and the draft
+	// model's state (speculation under memory pressure).
+
+	// LayerLatencyBatch is the number of tokens in the forward pass that
+	// LayerLatencyUS was measured on: 1 for a plain decode step, K+1 for a
+	// verify batch, n for a prefill of n tokens.
+	LayerLatencyBatch int32 `json:"layer_latency_batch"`
+	// LayerLatencyPos is the KV position (context tokens before the pass)
+	// of that forward pass.
+	LayerLatencyPos int32 `json:"layer_latency_pos"`
+	// DraftState is the draft model's state: DraftNone, DraftAttached or
+	// DraftDetached.
+	DraftState int32 `json:"draft_state"`
+	// DraftMB is the memory the draft holds now, MiB: its resident weights
+	// plus its KV cache (0 when detached).
+	DraftMB float32 `json:"draft_mb"`
 }
+
+// Values of Sensors.DraftState (ABI 1.6).
+const (
+	DraftNone     = 0 // no draft model configured
+	DraftAttached = 1 // a draft is attached and may speculate
+	DraftDetached = 2 // a draft is configured but dropped; its memory is freed
+)
 
 // Has reports whether all readings in p are present.
 func (s *Sensors) Has(p Presence) bool { return s.Present&p == p }

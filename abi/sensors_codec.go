@@ -84,6 +84,13 @@ const (
 	offSCPUPSISomeRecent = 1276
 	offSCPUSpanMS        = 1280
 	// end = 1284 = SensorsSize15
+
+	// 1.6
+	offSLayerLatencyBatch = 1284
+	offSLayerLatencyPos   = 1288
+	offSDraftState        = 1292
+	offSDraftMB           = 1296
+	// end = 1300 = SensorsSize16
 )
 
 // EncodeSensors writes s into dst[:SensorsSize] (every field of this
@@ -160,6 +167,11 @@ func EncodeSensors(dst []byte, s *Sensors) error {
 	putF32(b[offSCPUOtherBusy:], s.CPUOtherBusy)
 	putF32(b[offSCPUPSISomeRecent:], s.CPUPSISomeRecent)
 	putF32(b[offSCPUSpanMS:], s.CPUSpanMS)
+	// 1.6
+	le.PutUint32(b[offSLayerLatencyBatch:], uint32(s.LayerLatencyBatch))
+	le.PutUint32(b[offSLayerLatencyPos:], uint32(s.LayerLatencyPos))
+	le.PutUint32(b[offSDraftState:], uint32(s.DraftState))
+	putF32(b[offSDraftMB:], s.DraftMB)
 	return nil
 }
 
@@ -174,15 +186,17 @@ func EncodeSensorsSize(dst []byte, s *Sensors, size int) error {
 	case SensorsSize:
 		return EncodeSensors(dst, s)
 	case SensorsSize10:
-		mask = presence11 | presence12 | presence13 | presence14 | presence15
+		mask = presence11 | presence12 | presence13 | presence14 | presence15 | presence16
 	case SensorsSize11:
-		mask = presence12 | presence13 | presence14 | presence15
+		mask = presence12 | presence13 | presence14 | presence15 | presence16
 	case SensorsSize12:
-		mask = presence13 | presence14 | presence15
+		mask = presence13 | presence14 | presence15 | presence16
 	case SensorsSize13:
-		mask = presence14 | presence15
+		mask = presence14 | presence15 | presence16
 	case SensorsSize14:
-		mask = presence15
+		mask = presence15 | presence16
+	case SensorsSize15:
+		mask = presence16
 	default:
 		return &Error{Kind: ErrBadSize, Struct: "Sensors", Got: size, Want: SensorsSize}
 	}
@@ -296,6 +310,15 @@ func DecodeSensors(src []byte, s *Sensors) error {
 	} else {
 		s.CPUOtherBusy, s.CPUPSISomeRecent, s.CPUSpanMS = 0, 0, 0
 		s.Present &^= presence15
+	}
+	if n >= SensorsSize16 {
+		s.LayerLatencyBatch = int32(le.Uint32(b[offSLayerLatencyBatch:]))
+		s.LayerLatencyPos = int32(le.Uint32(b[offSLayerLatencyPos:]))
+		s.DraftState = int32(le.Uint32(b[offSDraftState:]))
+		s.DraftMB = getF32(b[offSDraftMB:])
+	} else {
+		s.LayerLatencyBatch, s.LayerLatencyPos, s.DraftState, s.DraftMB = 0, 0, 0, 0
+		s.Present &^= presence16
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import "strconv"
 // differs; minors only append fields (see ABI.md, "Versioning").
 const (
 	VersionMajor = 1
-	VersionMinor = 5
+	VersionMinor = 6
 )
 
 // Version is an ABI version as exported by a guest and carried in every
@@ -40,12 +40,14 @@ const (
 	SensorsSize13  = 1256 // 1.3: CPU contention
 	SensorsSize14  = 1272 // 1.4: repacked weights
 	SensorsSize15  = 1284 // 1.5: CPU use over a span
+	SensorsSize16  = 1300 // 1.6: latency batch and position, draft state
 	DecisionSize10 = 736  // 1.0
 	DecisionSize11 = 760  // 1.1: draft p_min, draft threads, CPU masks (1.2, 1.3: unchanged)
 	DecisionSize14 = 768  // 1.4: repacked layers (1.5: unchanged)
+	DecisionSize16 = 776  // 1.6: draft attach/detach, 4 reserved bytes
 
-	SensorsSize  = SensorsSize15
-	DecisionSize = DecisionSize14
+	SensorsSize  = SensorsSize16
+	DecisionSize = DecisionSize16
 )
 
 // HeaderSize is the size of the header that starts both structs:
@@ -85,6 +87,8 @@ func SensorsSizeFor(v Version) (int, error) {
 		return SensorsSize14, nil
 	case 5:
 		return SensorsSize15, nil
+	case 6:
+		return SensorsSize16, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Sensors", Got: int(v.Minor), Want: VersionMinor}
 }
@@ -101,6 +105,8 @@ func DecisionSizeFor(v Version) (int, error) {
 		return DecisionSize11, nil
 	case 4, 5:
 		return DecisionSize14, nil
+	case 6:
+		return DecisionSize16, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Decision", Got: int(v.Minor), Want: VersionMinor}
 }

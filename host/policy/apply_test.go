@@ -67,4 +67,24 @@ func TestApply(t *testing.T) {
 			t.Errorf("repack %d with %+v: %d, want %d", tc.ask, tc.can, got.RepackLayers, tc.want)
 		}
 	}
+
+	// 1.6: the draft request passes only to an engine that has the ability,
+	// and is a request: the result never keeps cur's.
+	cur.Draft = abi.DraftDetach
+	for _, tc := range []struct {
+		can       Abilities
+		ask, want int32
+	}{
+		{Abilities{Draft: true}, abi.DraftDetach, abi.DraftDetach},
+		{Abilities{Draft: true}, abi.DraftAttach, abi.DraftAttach},
+		{Abilities{Draft: true}, abi.DraftLeave, abi.DraftLeave},
+		{Abilities{Draft: true}, 7, abi.DraftLeave},
+		{AllAbilities, abi.DraftDetach, abi.DraftDetach},
+		{Abilities{SpecK: true}, abi.DraftDetach, abi.DraftLeave},
+	} {
+		d.Draft = tc.ask
+		if got := Apply(cur, d, tc.can); got.Draft != tc.want {
+			t.Errorf("draft %d with %+v: %d, want %d", tc.ask, tc.can, got.Draft, tc.want)
+		}
+	}
 }

@@ -88,9 +88,10 @@ const (
 	ClampDraftThreads
 	ClampCPUMask
 	ClampRepackLayers
+	ClampDraft
 )
 
-var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask", "repack_layers"}
+var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask", "repack_layers", "draft"}
 
 // Names lists the clamped fields by their ABI names.
 func (c ClampSet) Names() []string {
@@ -178,6 +179,12 @@ func (l *Limits) clamp(d, cur *abi.Decision, kvMask uint8) ClampSet {
 	// Every layer and the output head: NLayers + 1. Negative leaves the count
 	// as is; the engine's own bound (Sensors.RepackLayersMax) is the host's.
 	clampI32(&d.RepackLayers, l.NLayers+1, ClampRepackLayers)
+	// Draft (1.6): 0 leave, 1 attach, 2 detach; anything else leaves the
+	// draft as it is. Whether the engine has a draft is the adapter's.
+	if d.Draft != abi.DraftLeave && d.Draft != abi.DraftAttach && d.Draft != abi.DraftDetach {
+		d.Draft = abi.DraftLeave
+		c |= ClampDraft
+	}
 	if d.SpecPMin > 1 {
 		d.SpecPMin = 1
 		c |= ClampSpecPMin

@@ -105,3 +105,32 @@ func TestClampRepackLayers(t *testing.T) {
 		t.Errorf("ClampRepackLayers.Names() = %v", n)
 	}
 }
+
+// The ABI 1.6 decision field: draft 0, 1, 2 pass; anything else is clamped
+// to 0 (leave the draft as it is), never invalid.
+func TestClampDraft(t *testing.T) {
+	l := Limits{NTiers: 1, NLayers: 16, MaxWindow: 64, MaxThreads: 2, MaxCadence: 8}
+	cur := abi.Decision{}
+	for _, tc := range []struct {
+		in, want int32
+		clamps   ClampSet
+	}{
+		{abi.DraftLeave, abi.DraftLeave, 0},
+		{abi.DraftAttach, abi.DraftAttach, 0},
+		{abi.DraftDetach, abi.DraftDetach, 0},
+		{3, abi.DraftLeave, ClampDraft},
+		{-1, abi.DraftLeave, ClampDraft},
+		{-1 << 31, abi.DraftLeave, ClampDraft},
+	} {
+		d := abi.Decision{Draft: tc.in}
+		if why := invalidReason(&d); why != "" {
+			t.Errorf("draft %d: invalid (%s)", tc.in, why)
+		}
+		if c := l.clamp(&d, &cur, 0); c != tc.clamps || d.Draft != tc.want {
+			t.Errorf("draft %d: %d clamps %v, want %d %v", tc.in, d.Draft, c.Names(), tc.want, tc.clamps.Names())
+		}
+	}
+	if n := ClampDraft.Names(); len(n) != 1 || n[0] != "draft" {
+		t.Errorf("ClampDraft.Names() = %v", n)
+	}
+}

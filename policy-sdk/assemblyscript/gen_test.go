@@ -137,6 +137,15 @@ func renderABI() string {
 		p("export const KV_%s: u8 = %d;", e.n, e.v)
 	}
 	p("")
+	p("// Draft model state (Sensors.draft_state) and request (Decision.draft), 1.6.")
+	for _, e := range []struct {
+		n string
+		v int
+	}{{"STATE_NONE", abi.DraftNone}, {"STATE_ATTACHED", abi.DraftAttached}, {"STATE_DETACHED", abi.DraftDetached},
+		{"LEAVE", abi.DraftLeave}, {"ATTACH", abi.DraftAttach}, {"DETACH", abi.DraftDetach}} {
+		p("export const DRAFT_%s: i32 = %d;", e.n, e.v)
+	}
+	p("")
 	p("// Reason codes (Decision.reason_code).")
 	for _, e := range []struct {
 		n string

@@ -2,7 +2,7 @@
 // Source: abi/layout.go and abi/enums.go (the tables of abi/ABI.md).
 
 export const ABI_MAJOR: i32 = 1;
-export const ABI_MINOR: i32 = 5;
+export const ABI_MINOR: i32 = 6;
 
 // Sensors (host -> guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -122,6 +122,14 @@ export const S_CPU_OTHER_BUSY: i32 = 1272;
 export const S_CPU_PSI_SOME_RECENT: i32 = 1276;
 /** f32 cpu_span_ms, since 1.5: the span both were measured over, ms */
 export const S_CPU_SPAN_MS: i32 = 1280;
+/** i32 layer_latency_batch, since 1.6: tokens in the forward pass layer_latency_us was measured on (1 plain step, K+1 verify, n prefill) */
+export const S_LAYER_LATENCY_BATCH: i32 = 1284;
+/** i32 layer_latency_pos, since 1.6: KV position (context tokens) at that pass */
+export const S_LAYER_LATENCY_POS: i32 = 1288;
+/** i32 draft_state, since 1.6: draft model: 0 none configured, 1 attached, 2 detached */
+export const S_DRAFT_STATE: i32 = 1292;
+/** f32 draft_mb, since 1.6: memory the draft holds now (resident weights + KV), MiB */
+export const S_DRAFT_MB: i32 = 1296;
 
 // Decision (pre-filled by the host, changed by the guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -167,10 +175,12 @@ export const D_DRAFT_CPU_MASK: i32 = 744;
 export const D_VERIFY_CPU_MASK: i32 = 752;
 /** i32 repack_layers, since 1.4: layers to keep repacked, from layer 0 up, the output head last (n_layer + 1 = all); negative = leave as is */
 export const D_REPACK_LAYERS: i32 = 760;
+/** i32 draft, since 1.6: draft model: 0 leave as is, 1 attach, 2 detach and free its memory */
+export const D_DRAFT: i32 = 768;
 
 // Sizes of the structs this SDK's minor writes and reads.
-export const SENSORS_SIZE: i32 = 1284;
-export const DECISION_SIZE: i32 = 768;
+export const SENSORS_SIZE: i32 = 1300;
+export const DECISION_SIZE: i32 = 776;
 // Sizes by minor (each a prefix of the next); 1.0's is the smallest a 1.x reader accepts.
 export const SENSORS_SIZE_1_0: i32 = 768;
 export const DECISION_SIZE_1_0: i32 = 736;
@@ -184,6 +194,8 @@ export const SENSORS_SIZE_1_4: i32 = 1272;
 export const DECISION_SIZE_1_4: i32 = 768;
 export const SENSORS_SIZE_1_5: i32 = 1284;
 export const DECISION_SIZE_1_5: i32 = 768;
+export const SENSORS_SIZE_1_6: i32 = 1300;
+export const DECISION_SIZE_1_6: i32 = 776;
 
 // Presence bits of Sensors.present, one per reading that has one.
 export const P_MEM_AVAILABLE_MB: u64 = 0x1;
@@ -218,6 +230,8 @@ export const P_CPU_RUNNABLE: u64 = 0x10000000;
 export const P_STEP_TIME_RATIO: u64 = 0x20000000;
 export const P_REPACK_LAYERS: u64 = 0x40000000;
 export const P_CPU_OTHER_BUSY: u64 = 0x80000000;
+export const P_LAYER_LATENCY_BATCH: u64 = 0x100000000;
+export const P_DRAFT_STATE: u64 = 0x200000000;
 
 // Thermal status (Sensors.thermal_status).
 export const THERMAL_NONE: u8 = 0;
@@ -244,6 +258,14 @@ export const KV_F16: u8 = 1;
 export const KV_F32: u8 = 2;
 export const KV_Q8_0: u8 = 3;
 export const KV_Q4_0: u8 = 4;
+
+// Draft model state (Sensors.draft_state) and request (Decision.draft), 1.6.
+export const DRAFT_STATE_NONE: i32 = 0;
+export const DRAFT_STATE_ATTACHED: i32 = 1;
+export const DRAFT_STATE_DETACHED: i32 = 2;
+export const DRAFT_LEAVE: i32 = 0;
+export const DRAFT_ATTACH: i32 = 1;
+export const DRAFT_DETACH: i32 = 2;
 
 // Reason codes (Decision.reason_code).
 export const REASON_NONE: u16 = 0;
