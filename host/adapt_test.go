@@ -3,8 +3,6 @@ package host
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -13,15 +11,14 @@ import (
 	"github.com/edgellm/edgellm/host/policy"
 	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 func buildPolicyWasm(tb testing.TB, name string) string {
 	tb.Helper()
-	out := filepath.Join(tb.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "../policies/"+name)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build policy %s: %v\n%s", name, err, b)
+	out, err := wasmbuild.Build("../policies/"+name, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return out
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/edgellm/edgellm/abi"
 	sdk "github.com/edgellm/edgellm/policy-sdk"
-	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // guest is a test policy instantiated in wazero (compiler mode), called
