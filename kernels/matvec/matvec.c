@@ -138,7 +138,7 @@ AVX2_T static inline float reduce8_avx2(__m256 v) {
 
 // |w| <= 128 and |x| <= 127: maddubs pairs stay below 2^15 (ggml's weights
 // are -127..127 for Q8_0 and -8..7 for Q4_0).
-AVX2_T static void mul_avx2(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
+AVX2_T static inline __attribute__((always_inline)) void mul_avx2(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
                             const emv_xblock *xq, int n, float *y, long ldy) {
 	int bb = type == 8 ? 34 : 18;
 	const __m256i ones = _mm256_set1_epi16(1);
@@ -161,7 +161,7 @@ AVX2_T static void mul_avx2(int type, const uint8_t *w, long ws, int nb, int r0,
 	}
 }
 
-VNNI_T static void mul_vnni(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
+VNNI_T static inline __attribute__((always_inline)) void mul_vnni(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
                             const emv_xblock *xq, int n, float *y, long ldy) {
 	int bb = type == 8 ? 34 : 18;
 	for (int r = r0; r < r1; r++) {
@@ -182,6 +182,26 @@ VNNI_T static void mul_vnni(int type, const uint8_t *w, long ws, int nb, int r0,
 		for (int j = 0; j < n; j++) y[(long)j * ldy + r] = reduce8_avx2(acc[j]);
 	}
 }
+
+// Specialise on the weight type and on n (constant n: the accumulators stay
+// in registers and the j loop unrolls).
+#define SPECIALISE(T, name, f)                                                                 \
+	T static void name(int type, const uint8_t *w, long ws, int nb, int r0, int r1,        \
+	                   const emv_xblock *xq, int n, float *y, long ldy) {                  \
+		switch (n * 16 + type) {                                                       \
+		case 1 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 1, y, ldy); break;                \
+		case 2 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 2, y, ldy); break;                \
+		case 3 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 3, y, ldy); break;                \
+		case 4 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 4, y, ldy); break;                \
+		case 1 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 1, y, ldy); break;                \
+		case 2 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 2, y, ldy); break;                \
+		case 3 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 3, y, ldy); break;                \
+		case 4 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 4, y, ldy); break;                \
+		default: f(type, w, ws, nb, r0, r1, xq, n, y, ldy);                            \
+		}                                                                              \
+	}
+SPECIALISE(AVX2_T, mul_avx2_s, mul_avx2)
+SPECIALISE(VNNI_T, mul_vnni_s, mul_vnni)
 
 static int best_impl = -1;
 
@@ -206,8 +226,8 @@ static int mul(int type, int impl, const void *w, long ws, int nb, int r0, int r
                const emv_xblock *xq, int n, float *y, long ldy) {
 	if (n < 1 || n > EMV_MAXN || impl < 0 || impl > emv_best_impl()) return -1;
 #if defined(__x86_64__)
-	if (impl == EMV_AVX512VNNI) { mul_vnni(type, w, ws, nb, r0, r1, xq, n, y, ldy); return 0; }
-	if (impl == EMV_AVX2) { mul_avx2(type, w, ws, nb, r0, r1, xq, n, y, ldy); return 0; }
+	if (impl == EMV_AVX512VNNI) { mul_vnni_s(type, w, ws, nb, r0, r1, xq, n, y, ldy); return 0; }
+	if (impl == EMV_AVX2) { mul_avx2_s(type, w, ws, nb, r0, r1, xq, n, y, ldy); return 0; }
 #endif
 	mul_scalar(type, w, ws, nb, r0, r1, xq, n, y, ldy);
 	return 0;

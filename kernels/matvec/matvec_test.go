@@ -217,3 +217,35 @@ func BenchmarkMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVn reports v(n) = time of an n-row call ÷ time of a 1-row call
+// for the best implementation, n = 1..8, interleaving the sizes and taking
+// the minimum of each so that load from other processes cancels as far as
+// it can (one process, one thread; LOADED machines give noisy ratios).
+func BenchmarkVn(b *testing.B) {
+	rng := rand.New(rand.NewSource(4))
+	const rows, k = 4096, 2048
+	for _, ty := range []Type{Q4_0, Q8_0} {
+		w, _ := weights(rng, ty, rows, k)
+		a, _ := NewActivations(k)
+		y := make([]float32, MaxN*rows)
+		x := activations(rng, MaxN, k)
+		b.Run(fmt.Sprintf("%v/%v", ty, best), func(b *testing.B) {
+			minNs := make([]float64, MaxN+1)
+			for i := 0; i < b.N; i++ {
+				for n := 1; n <= MaxN; n++ {
+					_ = a.Set(x[:n*k])
+					t0 := nowNs()
+					_ = Mul(best, ty, w, rows, a, y, 1)
+					if d := float64(nowNs() - t0); minNs[n] == 0 || d < minNs[n] {
+						minNs[n] = d
+					}
+				}
+			}
+			b.ReportMetric(float64(len(w))/minNs[1], "GB/s(n=1)")
+			for n := 2; n <= MaxN; n++ {
+				b.ReportMetric(minNs[n]/minNs[1], fmt.Sprintf("v(%d)", n))
+			}
+		})
+	}
+}
