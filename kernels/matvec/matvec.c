@@ -193,10 +193,18 @@ VNNI_T static inline __attribute__((always_inline)) void mul_vnni(int type, cons
 		case 2 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 2, y, ldy); break;                \
 		case 3 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 3, y, ldy); break;                \
 		case 4 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 4, y, ldy); break;                \
+		case 5 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 5, y, ldy); break;                \
+		case 6 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 6, y, ldy); break;                \
+		case 7 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 7, y, ldy); break;                \
+		case 8 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 8, y, ldy); break;                \
 		case 1 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 1, y, ldy); break;                \
 		case 2 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 2, y, ldy); break;                \
 		case 3 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 3, y, ldy); break;                \
 		case 4 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 4, y, ldy); break;                \
+		case 5 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 5, y, ldy); break;                \
+		case 6 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 6, y, ldy); break;                \
+		case 7 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 7, y, ldy); break;                \
+		case 8 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 8, y, ldy); break;                \
 		default: f(type, w, ws, nb, r0, r1, xq, n, y, ldy);                            \
 		}                                                                              \
 	}
