@@ -8,12 +8,13 @@
 // integer sum of the block stored beside it, so Q4_0's -8 offset is one
 // integer multiply per block).
 //
-// Batch invariance: every implementation computes output (r, j) as
-// acc = fmaf(dw_b*dx_jb, float(isum_jb), acc) over blocks b in order, where
-// isum is the exact integer dot product of block b. Nothing depends on n, on
-// the thread split (threads split output rows, never a row's blocks) or on
-// the instruction set, so row j of an n-row call is bitwise the single-row
-// call, and the scalar, AVX2 and AVX-512 VNNI kernels agree bitwise.
+// Batch invariance: every implementation keeps output (r, j) in eight f32
+// lanes, lane l += fmaf(dw_b*dx_jb, float(exact integer dot of elements
+// 4l..4l+3 of block b)) over blocks b in order, then sums the lanes in one
+// fixed tree. Nothing depends on n, on the thread split (threads split
+// output rows, never a row's blocks) or on the instruction set, so row j of
+// an n-row call is bitwise the single-row call, and the scalar, AVX2 and
+// AVX-512 VNNI kernels agree bitwise.
 //
 // The kernel is chosen at run time (cpuid), never at build time: the C is
 // compiled at the portable -march and the AVX2/AVX-512 functions carry
