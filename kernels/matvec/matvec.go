@@ -133,24 +133,27 @@ func Mul(impl Impl, t Type, w []byte, rows int, a *Activations, y []float32, thr
 	if threads > rows {
 		threads = rows
 	}
-	run := func(r0, r1 int) {
-		wp, yp := unsafe.Pointer(&w[0]), (*C.float)(unsafe.Pointer(&y[0]))
-		if t == Q4_0 {
-			C.emv_mul_q4_0(C.int(impl), wp, C.long(ws), C.int(nb), C.int(r0), C.int(r1), &a.buf[0], C.int(a.n), yp, C.long(rows))
-			return
-		}
-		C.emv_mul_q8_0(C.int(impl), wp, C.long(ws), C.int(nb), C.int(r0), C.int(r1), &a.buf[0], C.int(a.n), yp, C.long(rows))
-	}
 	if threads == 1 {
-		run(0, rows)
+		mulRange(impl, t, w, ws, nb, 0, rows, a, y, rows)
 		return nil
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < threads; i++ {
 		r0, r1 := rows*i/threads, rows*(i+1)/threads
 		wg.Add(1)
-		go func() { defer wg.Done(); run(r0, r1) }()
+		go func() { defer wg.Done(); mulRange(impl, t, w, ws, nb, r0, r1, a, y, rows) }()
 	}
 	wg.Wait()
 	return nil
+}
+
+// mulRange runs the kernel on output rows [r0, r1) (a named function, not a
+// closure, so a one-thread call allocates nothing).
+func mulRange(impl Impl, t Type, w []byte, ws, nb, r0, r1 int, a *Activations, y []float32, rows int) {
+	wp, yp := unsafe.Pointer(&w[0]), (*C.float)(unsafe.Pointer(&y[0]))
+	if t == Q4_0 {
+		C.emv_mul_q4_0(C.int(impl), wp, C.long(ws), C.int(nb), C.int(r0), C.int(r1), &a.buf[0], C.int(a.n), yp, C.long(rows))
+		return
+	}
+	C.emv_mul_q8_0(C.int(impl), wp, C.long(ws), C.int(nb), C.int(r0), C.int(r1), &a.buf[0], C.int(a.n), yp, C.long(rows))
 }

@@ -249,3 +249,19 @@ func BenchmarkVn(b *testing.B) {
 		})
 	}
 }
+
+// TestMulDoesNotAllocate: a one-thread call allocates nothing (decode's
+// zero-allocations-per-token rule).
+func TestMulDoesNotAllocate(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	w, _ := weights(rng, Q4_0, 64, 256)
+	a, _ := NewActivations(256)
+	x := activations(rng, 4, 256)
+	y := make([]float32, 4*64)
+	if n := testing.AllocsPerRun(50, func() {
+		_ = a.Set(x)
+		_ = Mul(best, Q4_0, w, 64, a, y, 1)
+	}); n != 0 {
+		t.Fatalf("%v allocations per call, want 0", n)
+	}
+}
