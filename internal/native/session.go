@@ -72,9 +72,15 @@ type Stats struct {
 
 var _ engine.Session = (*Session)(nil)
 
-// NewSession creates a sequence with its own KV arena.
+// NewSession creates a sequence with its own KV arena. The session
+// implements the live setters of the abilities the engine was loaded with,
+// and only those (public.go); SessionOf unwraps it.
 func (e *Engine) NewSession(sc engine.SessionConfig) (engine.Session, error) {
-	return e.newSession(sc)
+	s, err := e.newSession(sc)
+	if err != nil {
+		return nil, err
+	}
+	return s.public(), nil
 }
 
 func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
