@@ -72,8 +72,13 @@ type Draft struct {
 	spec string         // the spec in canonical form
 }
 
-// AttachDraft attaches a draft to sess, a session of eng that has decoded
-// nothing yet (Start prefills the prompt). Errors wrap ErrDraftEngine for
+// AttachDraft attaches a draft to sess, a session of eng (Start, or
+// Generate with the Draft, prefills the prompt). A session with a Draft is
+// a conversation: Generate calls with the Draft continue it. skip:N,
+// self:TYPE and ngram drafts attach at any point of a conversation (one
+// Draft per call works: attach, Generate, Close); a draft model decodes
+// the whole conversation and attaches only to a session that has decoded
+// nothing. Errors wrap ErrDraftEngine for
 // an engine other than the native one and ErrDraftSpec for a spec that
 // does not parse; a draft the model cannot run (skip:N with N ≥ its layers,
 // self:TYPE without that weight set, a draft model with another
@@ -125,9 +130,20 @@ func (d *Draft) Close() error {
 	return err
 }
 
-// Start prefills prompt into the session and returns the first token
-// (sampled, not yet decoded). Then call Step until done.
+// Start prefills prompt into the session (the conversation's next tokens
+// after a Finish) and returns the first token (sampled, not yet decoded).
+// Then call Step until done, and Finish. Generate with the Draft does all
+// three.
 func (d *Draft) Start(prompt []int32) (int32, error) { return d.sp.Start(prompt) }
+
+// Finish ends a generation driven by Start and Step: of the tokens the
+// last Start or Step returned, the caller kept the first kept; the session
+// is rolled back over the others and the last kept token is decoded, so it
+// holds the whole conversation and Start can continue it.
+func (d *Draft) Finish(kept int) error {
+	_, err := d.sp.Finish(kept)
+	return err
+}
 
 // Step runs one round (draft K tokens, verify them in one batch, keep the
 // accepted prefix and the model's own next token) and returns the tokens it
@@ -153,6 +169,11 @@ func (d *Draft) StepTimes() DraftStepTimes { return DraftStepTimes(d.sp.StepTime
 // KVBytes is the KV memory the draft adds to the session's arena (0 for
 // skip, self and ngram drafts, which share the session's KV).
 func (d *Draft) KVBytes() int64 { return d.sp.DraftKVBytes() }
+
+// ComputeBytes is the compute (activation) memory the draft adds beside
+// the session's: its graphs' buffers (verify batches of each size used, the
+// draft's own passes or model).
+func (d *Draft) ComputeBytes() int64 { return d.sp.ComputeBytes() }
 
 // ArenaBytes is the session's whole KV arena, the draft's part included.
 func (d *Draft) ArenaBytes() int64 { return d.sess.KV().Bytes() }

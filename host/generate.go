@@ -77,11 +77,12 @@ type GenerateOptions struct {
 	// An error stops generation. Not with Draft.
 	OnLogits func(i int, logits []float32) error
 	// Draft, if set, generates with speculative decoding (AttachDraft on
-	// this session, which must not have decoded anything yet; a Draft is
-	// one call, not a conversation: its last token is not decoded): the Draft's
-	// own sampler (DraftOptions.Sampling) replaces Sampling, BeforeStep runs
-	// before each round, and the Stats' decode figures count rounds after
-	// the first.
+	// this session before it decoded anything): the Draft's own sampler
+	// (DraftOptions.Sampling) replaces Sampling, BeforeStep runs before
+	// each round, and the Stats' decode figures count rounds after the
+	// first. The session stays a conversation: later calls continue it
+	// with the same Draft (a call without it on a session with a Draft
+	// makes the Draft refuse the next call).
 	Draft *Draft
 }
 
@@ -91,8 +92,10 @@ type Stats struct {
 	PromptTokens    int
 	GeneratedTokens int
 	Prefill         time.Duration
-	// Decode is the time of decode steps 2..n (steady state); DecodeTokens
-	// counts them.
+	// Decode is the time of the steps after the first (steady state: a
+	// step is a decode, or a speculative round with a Draft) and of the
+	// final decode of the last emitted token; DecodeTokens counts the
+	// tokens they produced (n-1 for n plain tokens).
 	Decode       time.Duration
 	DecodeTokens int
 	FirstToken   time.Duration // prefill + the first sample
@@ -171,10 +174,17 @@ func tps(n int, d time.Duration) float64 {
 // Generate decodes opts.Prompt into sess and generates up to opts.NPredict
 // tokens, passing each to opts.Emit. A session is a conversation: every
 // emitted token is in the session's KV cache when Generate returns (even
-// when Emit's error stopped it), so a later call continues from it exactly
-// as one prompt holding the whole conversation would. BeforeStep may
-// change the session's engine state between steps (a tier swap keeps the
-// same Session value). Nothing is allocated per token.
+// when Emit's error, ctx or BeforeStep stopped it), so a later call
+// continues from it exactly as one prompt holding the whole conversation
+// would; with a Draft too. BeforeStep may change the session's engine
+// state between steps (a tier swap keeps the same Session value). Nothing
+// is allocated per token.
+//
+// There is one generation loop: it prefills, emits, stops (NPredict,
+// end-of-generation, Emit's error, ctx, BeforeStep) and finishes the
+// conversation; what one step is (a plain decode and sample, or a
+// speculative round) is a stepper (plainStepper here, draftStepper in
+// draftgen.go).
 func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, error) {
 	var st Stats
 	if sess == nil {
@@ -190,17 +200,15 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 	if opts.NPredict < 0 {
 		return st, fmt.Errorf("GenerateOptions.NPredict %d is negative", opts.NPredict)
 	}
+	var sg stepper
+	var err error
 	if opts.Draft != nil {
-		return generateDraft(ctx, sess, vocab, opts, emit)
+		sg, err = newDraftStepper(sess, opts)
+	} else {
+		sg, err = newPlainStepper(sess, vocab.NVocab(), opts)
 	}
-	smp, err := sample.New(resolveSampling(opts.Sampling), vocab.NVocab())
 	if err != nil {
-		return st, fmt.Errorf("GenerateOptions.Sampling: %w", err)
-	}
-	logits := make([]float32, vocab.NVocab())
-	one := make([]int32, 1)
-	for _, t := range prompt {
-		smp.Accept(t)
+		return st, err
 	}
 
 	cpu := opts.MeasureCPU
@@ -212,73 +220,176 @@ func Generate(ctx context.Context, sess Session, opts GenerateOptions) (Stats, e
 
 	// prefill
 	start, c0 := time.Now(), threadCPU(cpu)
-	if err := sess.Decode(prompt, LogitsLast); err != nil {
+	if err := sg.prefill(prompt); err != nil {
 		return st, fmt.Errorf("prefill of %d tokens: %w", len(prompt), err)
-	}
-	if err := sess.Logits(len(prompt)-1, logits); err != nil {
-		return st, err
 	}
 	st.PromptTokens = len(prompt)
 	st.Prefill, st.PrefillCPU = time.Since(start), threadCPU(cpu)-c0
+	if opts.NPredict == 0 {
+		return st, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	toks, err := sg.first()
+	if err != nil {
+		return st, err
+	}
+	st.FirstToken = time.Since(start)
 
-	// decode: sample a token, emit it, decode it (so that it is in the KV
-	// cache, the last one included), repeat
+	// steps: emit a step's tokens, stop or run the next step. Every step
+	// but the first is timed (the first is warm-up), and so is the final
+	// decode that puts the last emitted token into the KV cache.
 	var spanStart time.Time
 	var proc0 time.Duration
-	for i := 0; i < opts.NPredict; i++ {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		if opts.OnLogits != nil {
-			if err := opts.OnLogits(i, logits); err != nil {
-				return st, err
+	for step := 0; ; step++ {
+		kept := 0
+		stop := ctx.Err()
+		for _, tok := range toks {
+			if stop != nil {
+				break
+			}
+			if st.GeneratedTokens == opts.NPredict {
+				break
+			}
+			if !opts.IgnoreEOG && vocab.IsEOG(tok) {
+				st.StoppedAtEOG = true
+				break
+			}
+			kept++
+			st.GeneratedTokens++
+			if stop = emit(tok); stop != nil {
+				break
 			}
 		}
-		tok, err := smp.Sample(logits)
-		if err != nil {
-			return st, err
-		}
-		if i == 0 {
-			st.FirstToken = time.Since(start)
-		}
-		if !opts.IgnoreEOG && vocab.IsEOG(tok) {
-			st.StoppedAtEOG = true
-			break
-		}
-		smp.Accept(tok)
-		st.GeneratedTokens++
-		one[0] = tok
-		if err := emit(tok); err != nil {
-			// The token was emitted: keep it in the conversation.
-			if derr := sess.Decode(one, LogitsLast); derr != nil {
-				return st, errors.Join(err, fmt.Errorf("decode at position %d: %w", sess.Len(), derr))
-			}
-			return st, err
-		}
-		if opts.BeforeStep != nil {
-			if err := opts.BeforeStep(i + 1); err != nil {
-				return st, err
+		// BeforeStep runs before each step that decodes: the next step,
+		// or the final decode of a step whose tokens were all emitted.
+		if stop == nil && kept == len(toks) {
+			if stop = ctx.Err(); stop == nil && opts.BeforeStep != nil {
+				stop = opts.BeforeStep(st.GeneratedTokens)
 			}
 		}
-		if cpu && i == 1 {
+		timed := step > 0
+		if cpu && timed && spanStart.IsZero() {
 			spanStart, proc0 = time.Now(), cputime.Process()
 		}
 		t0, c0 := time.Now(), threadCPU(cpu)
-		if err := sess.Decode(one, LogitsLast); err != nil {
-			return st, fmt.Errorf("decode at position %d: %w", sess.Len(), err)
-		}
-		if err := sess.Logits(0, logits); err != nil {
+		if stop != nil || kept < len(toks) || st.GeneratedTokens == opts.NPredict {
+			// done: keep exactly the emitted tokens in the conversation
+			n, err := sg.finish(kept)
+			if err != nil {
+				err = fmt.Errorf("decode at position %d: %w", sess.Len(), err)
+			} else if timed && n > 0 {
+				st.Decode += time.Since(t0)
+				st.DecodeCPU += threadCPU(cpu) - c0
+				st.DecodeTokens += n
+			}
+			if cpu && !spanStart.IsZero() {
+				st.DecodeSpan, st.DecodeProcCPU = time.Since(spanStart), cputime.Process()-proc0
+			}
+			if stop != nil && err != nil {
+				return st, errors.Join(stop, err)
+			}
+			if stop != nil {
+				return st, stop
+			}
 			return st, err
 		}
-		if i == 0 {
-			continue // the first decode step is warm-up: not timed
+		if err := sg.advance(); err != nil {
+			return st, fmt.Errorf("%s at position %d: %w", sg.name(), sess.Len(), err)
 		}
-		st.Decode += time.Since(t0)
-		st.DecodeCPU += threadCPU(cpu) - c0
-		st.DecodeTokens++
+		if timed {
+			st.Decode += time.Since(t0)
+			st.DecodeCPU += threadCPU(cpu) - c0
+		}
+		if toks, err = sg.next(); err != nil {
+			return st, err
+		}
+		if timed {
+			st.DecodeTokens += min(len(toks), opts.NPredict-st.GeneratedTokens)
+		}
 	}
-	if cpu && !spanStart.IsZero() {
-		st.DecodeSpan, st.DecodeProcCPU = time.Since(spanStart), cputime.Process()-proc0
+}
+
+// stepper is what one step of Generate's loop is: advance (timed as
+// decode), then next. Tokens a stepper returns are sampled but not yet
+// decoded; the slice is reused by the next call.
+type stepper interface {
+	// prefill decodes the prompt (the conversation's next tokens).
+	prefill(prompt []int32) error
+	// first samples the tokens after the prefill (one).
+	first() ([]int32, error)
+	// advance decodes what the last call returned (a plain decode, or a
+	// whole speculative round).
+	advance() error
+	// next returns the tokens after advance (at least one): a plain
+	// sample, or the round's tokens. Plain sampling is not decode time.
+	next() ([]int32, error)
+	// finish ends the call: of the tokens the last call returned, the
+	// first kept were emitted; the session is left holding exactly the
+	// emitted tokens. It returns how many tokens it decoded.
+	finish(kept int) (int, error)
+	name() string // what a step is, for errors
+}
+
+// plainStepper is one decode and one sample per step.
+type plainStepper struct {
+	sess     Session
+	smp      *sample.Sampler
+	logits   []float32
+	one      []int32 // the sampled, not yet decoded token
+	i        int     // tokens sampled
+	onLogits func(i int, logits []float32) error
+}
+
+func newPlainStepper(sess Session, nVocab int, opts GenerateOptions) (*plainStepper, error) {
+	smp, err := sample.New(resolveSampling(opts.Sampling), nVocab)
+	if err != nil {
+		return nil, fmt.Errorf("GenerateOptions.Sampling: %w", err)
 	}
-	return st, nil
+	return &plainStepper{sess: sess, smp: smp, logits: make([]float32, nVocab), one: make([]int32, 1), onLogits: opts.OnLogits}, nil
+}
+
+func (p *plainStepper) name() string { return "decode" }
+
+func (p *plainStepper) prefill(prompt []int32) error {
+	for _, t := range prompt {
+		p.smp.Accept(t)
+	}
+	if err := p.sess.Decode(prompt, LogitsLast); err != nil {
+		return err
+	}
+	return p.sess.Logits(len(prompt)-1, p.logits)
+}
+
+func (p *plainStepper) first() ([]int32, error) {
+	if p.onLogits != nil {
+		if err := p.onLogits(p.i, p.logits); err != nil {
+			return nil, err
+		}
+	}
+	tok, err := p.smp.Sample(p.logits)
+	if err != nil {
+		return nil, err
+	}
+	p.i++
+	p.one[0] = tok
+	return p.one, nil
+}
+
+func (p *plainStepper) advance() error {
+	p.smp.Accept(p.one[0])
+	if err := p.sess.Decode(p.one, LogitsLast); err != nil {
+		return err
+	}
+	return p.sess.Logits(0, p.logits)
+}
+
+func (p *plainStepper) next() ([]int32, error) { return p.first() }
+
+func (p *plainStepper) finish(kept int) (int, error) {
+	if kept == 0 {
+		return 0, nil
+	}
+	return 1, p.sess.Decode(p.one, LogitsLast)
 }

@@ -13,6 +13,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -171,7 +172,7 @@ func (c *GGMLContext) NewTensor(typ GGMLType, ne ...int64) (Tensor, error) {
 	}
 	for _, n := range ne {
 		if n <= 0 {
-			return Tensor{}, ggmlErr("new tensor: bad shape %v", ne)
+			return Tensor{}, ggmlErr("new tensor: bad shape %v", slices.Clone(ne)) // a copy: ne stays on the caller's stack
 		}
 	}
 	if !typ.RowOK(ne[0]) {
@@ -180,11 +181,19 @@ func (c *GGMLContext) NewTensor(typ GGMLType, ne ...int64) (Tensor, error) {
 	if c.FreeBytes() < TensorOverhead() {
 		return Tensor{}, ggmlErr("new tensor: context full")
 	}
-	var dims [4]C.int64_t
-	for i, n := range ne {
-		dims[i] = C.int64_t(n)
+	// By dimension count, not ggml_new_tensor(..., &dims): a Go array
+	// passed to C escapes to the heap, one allocation per tensor of every
+	// graph rebuild.
+	t := C.enum_ggml_type(typ)
+	switch len(ne) {
+	case 1:
+		return Tensor{C.ggml_new_tensor_1d(c.p, t, C.int64_t(ne[0]))}, nil
+	case 2:
+		return Tensor{C.ggml_new_tensor_2d(c.p, t, C.int64_t(ne[0]), C.int64_t(ne[1]))}, nil
+	case 3:
+		return Tensor{C.ggml_new_tensor_3d(c.p, t, C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]))}, nil
 	}
-	return Tensor{C.ggml_new_tensor(c.p, C.enum_ggml_type(typ), C.int(len(ne)), &dims[0])}, nil
+	return Tensor{C.ggml_new_tensor_4d(c.p, t, C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]), C.int64_t(ne[3]))}, nil
 }
 
 // Type is the tensor's element type.

@@ -5,6 +5,8 @@ package kernels
 */
 import "C"
 
+import "slices"
+
 // Graph ops. Each op appends a node to the context and returns the result
 // tensor. Ops never return an error themselves: the first invalid operand
 // (a shape ggml would abort on, a full context, a missing tensor) is recorded
@@ -179,7 +181,7 @@ func (c *GGMLContext) Reshape(a Tensor, ne ...int64) Tensor {
 		n *= x
 	}
 	if n != a.Nelements() || !a.Contiguous() {
-		return c.fail("reshape: %v (contiguous %v) to %v", shape(a), a.Contiguous(), ne)
+		return c.fail("reshape: %v (contiguous %v) to %v", shape(a), a.Contiguous(), slices.Clone(ne)) // a copy: ne stays on the caller's stack
 	}
 	switch len(ne) {
 	case 1:
@@ -210,7 +212,7 @@ func (c *GGMLContext) View(a Tensor, offset int64, ne []int64, nb []int64) Tenso
 		end += (ne[i] - 1) * nb[i-1]
 	}
 	if !a.Type().RowOK(ne[0]) || end > a.Nbytes() {
-		return c.fail("view: %v at offset %d exceeds %v", ne, offset, shape(a))
+		return c.fail("view: %v at offset %d exceeds %v", slices.Clone(ne), offset, shape(a)) // a copy: ne stays on the caller's stack
 	}
 	o := C.size_t(offset)
 	switch len(ne) {

@@ -196,7 +196,8 @@ func (d *passDrafter) draft(sp *Speculator, k int) error {
 	defer sp.draftOff()
 	tok := sp.hist[len(sp.hist)-1]
 	for i := range k {
-		if err := s.decode(d.p, []int32{tok}, engine.LogitsLast); err != nil {
+		sp.one[0] = tok
+		if err := s.decode(d.p, sp.one[:], engine.LogitsLast); err != nil {
 			return err
 		}
 		sp.stats.DraftSteps++

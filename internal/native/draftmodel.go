@@ -38,7 +38,8 @@ func LoadDraft(path string, target *Engine) (*Engine, error) {
 
 // modelDrafter drafts with a separate model's session.
 type modelDrafter struct {
-	s *Session // the draft model's session, over the target's memfd
+	s      *Session    // the draft model's session, over the target's memfd
+	graphs shapeGraphs // its catch-up batches' graphs (specgraphs.go)
 }
 
 func (s *Session) newModelDrafter(spec DraftSpec) (*modelDrafter, error) {
@@ -100,7 +101,7 @@ func (d *modelDrafter) draft(sp *Speculator, k int) error {
 	}
 	for len(pend) > 0 {
 		c := pend[:min(len(pend), step)]
-		if err := ds.Decode(c, engine.LogitsLast); err != nil {
+		if err := d.graphs.decode(ds, c, engine.LogitsLast); err != nil {
 			return err
 		}
 		sp.stats.DraftSteps++
@@ -118,7 +119,8 @@ func (d *modelDrafter) draft(sp *Speculator, k int) error {
 		if i == k-1 {
 			break // the last draft is not decoded until it is committed
 		}
-		if err := ds.Decode([]int32{t}, engine.LogitsLast); err != nil {
+		sp.one[0] = t
+		if err := ds.Decode(sp.one[:], engine.LogitsLast); err != nil {
 			return err
 		}
 		sp.stats.DraftSteps++
@@ -135,4 +137,10 @@ func (d *modelDrafter) sync(sp *Speculator) error {
 }
 
 func (d *modelDrafter) kvBytes() int64 { return d.s.kv.PartBytes() }
-func (d *modelDrafter) close() error   { return d.s.Close() }
+func (d *modelDrafter) close() error {
+	err := d.graphs.close()
+	if e := d.s.Close(); e != nil {
+		err = e
+	}
+	return err
+}

@@ -48,7 +48,8 @@ type Speculator struct {
 	pMin  float32
 	greed bool
 
-	hist    []int32 // every token so far; the session holds all but the last
+	hist    []int32 // every token since base; the session holds all but the last
+	base    int     // positions the session held when the draft was attached
 	drafts  []int32
 	q       []sample.Dist // draft distributions (sampling with a model draft)
 	qPoint  bool          // the drafts are point masses (greedy or n-gram)
@@ -56,6 +57,9 @@ type Speculator struct {
 	logits  []float32
 	dlogits []float32
 	out     []int32
+	batch   []int32     // the verify batch (scratch)
+	one     [1]int32    // a draft's one-token batch (scratch)
+	graphs  shapeGraphs // the verify batches' graphs (specgraphs.go)
 	stats   SpecStats
 	meter   specMeter
 	auto    bool // choose K each round from the measurements (SetAuto)
@@ -81,15 +85,18 @@ func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
 // the sensors). Auto mode measures on its own.
 func (sp *Speculator) SetMeasure(on bool) { sp.measure = on }
 
-// NewSpeculator attaches a draft to s. s must be empty (Len 0): Start
-// prefills the prompt. K starts at k (clamped to 1..MaxSpecK; 0 = plain
-// steps until SetK).
+// NewSpeculator attaches a draft to s: Start (or Prefill) decodes the
+// prompt, the conversation's next tokens on a session that has decoded
+// before. A draft model needs every token of the conversation, so it
+// attaches only to an empty session; skip:N, self:TYPE and ngram drafts
+// attach at any point (an ngram draft then looks up the tokens from there
+// on). K starts at k (clamped to 1..MaxSpecK; 0 = plain steps until SetK).
 func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Speculator, error) {
 	if s.kv == nil {
 		return nil, ErrClosed
 	}
-	if s.n != 0 {
-		return nil, fmt.Errorf("native: speculative decoding starts on an empty session (Len %d)", s.n)
+	if s.n != 0 && spec.Kind == DraftModel {
+		return nil, fmt.Errorf("native: a draft model starts on an empty session (Len %d): it decodes the whole conversation", s.n)
 	}
 	nv := s.cfg.NVocab
 	smp, err := sample.New(p, nv)
@@ -97,8 +104,10 @@ func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Specula
 		return nil, err
 	}
 	dsmp, _ := sample.New(p, nv)
-	sp := &Speculator{s: s, spec: spec, smp: smp, dsmp: dsmp, rej: sample.NewRejector(nv), greed: p.Greedy(),
-		logits: make([]float32, nv), dlogits: make([]float32, nv), q: make([]sample.Dist, MaxSpecK)}
+	sp := &Speculator{s: s, base: s.n, spec: spec, smp: smp, dsmp: dsmp, rej: sample.NewRejector(nv), greed: p.Greedy(),
+		logits: make([]float32, nv), dlogits: make([]float32, nv), q: make([]sample.Dist, MaxSpecK),
+		hist: make([]int32, 0, s.nCtx), drafts: make([]int32, 0, MaxSpecK), out: make([]int32, 0, MaxSpecK+1),
+		batch: make([]int32, 0, MaxSpecK+1)}
 	sp.SetK(k)
 	if sp.d, err = s.newDrafter(spec); err != nil {
 		return nil, err
@@ -137,36 +146,104 @@ func (sp *Speculator) Close() error {
 	}
 	sp.closePools()
 	err := sp.d.close()
+	if e := sp.graphs.close(); err == nil {
+		err = e
+	}
 	sp.d = nil
 	return err
 }
 
 // Start prefills prompt and returns the first token (sampled, not yet
-// decoded). Then call Step until done.
+// decoded): Prefill then First. Then call Step until done, and Finish.
 func (sp *Speculator) Start(prompt []int32) (int32, error) {
-	if len(prompt) == 0 {
-		return 0, errors.New("native: empty prompt")
+	if err := sp.Prefill(prompt); err != nil {
+		return 0, err
 	}
-	for i := 0; i < len(prompt); i += sp.s.nBatch {
-		if err := sp.s.Decode(prompt[i:min(len(prompt), i+sp.s.nBatch)], engine.LogitsLast); err != nil {
-			return 0, err
+	return sp.First()
+}
+
+// Prefill decodes prompt into the session: the whole prompt on a new
+// session, the conversation's next tokens after a Finish. The session must
+// hold exactly the tokens the Speculator committed (nothing decoded beside
+// it). The samplers start afresh with prompt as their history, as a plain
+// generation call's sampler does, so that a conversation continued with a
+// draft draws what plain generation would.
+func (sp *Speculator) Prefill(prompt []int32) error {
+	s := sp.s
+	switch {
+	case sp.d == nil:
+		return ErrClosed
+	case len(prompt) == 0:
+		return errors.New("native: empty prompt")
+	case s.n != sp.base+len(sp.hist):
+		return fmt.Errorf("native: the session holds %d tokens, the draft's conversation %d (decoded beside the draft, or not finished)", s.n, sp.base+len(sp.hist))
+	}
+	for i := 0; i < len(prompt); i += s.nBatch {
+		if err := s.Decode(prompt[i:min(len(prompt), i+s.nBatch)], engine.LogitsLast); err != nil {
+			return err
 		}
 	}
-	if err := sp.s.Logits(sp.s.lastN-1, sp.logits); err != nil {
-		return 0, err
+	if err := s.Logits(s.lastN-1, sp.logits); err != nil {
+		return err
+	}
+	if len(sp.hist) > 0 { // a continuation: fresh samplers, as plain generation
+		p := sp.smp.Params()
+		sp.smp, _ = sample.New(p, s.cfg.NVocab)
+		sp.dsmp, _ = sample.New(p, s.cfg.NVocab)
 	}
 	for _, t := range prompt {
 		sp.smp.Accept(t)
 		sp.dsmp.Accept(t)
 	}
-	sp.hist = append(sp.hist[:0], prompt...)
+	sp.hist = append(sp.hist, prompt...)
+	sp.out = sp.out[:0]
+	return nil
+}
+
+// First samples the first token after Prefill (not yet decoded).
+func (sp *Speculator) First() (int32, error) {
 	tok, err := sp.draw(sp.logits, nil)
 	if err != nil {
 		return 0, err
 	}
 	sp.commit(tok)
+	sp.out = append(sp.out[:0], tok)
 	sp.stats.Emitted++
 	return tok, nil
+}
+
+// Finish ends a generation call: of the tokens the last First or Step
+// returned, the caller kept the first kept (the rest were not emitted: the
+// call's token budget or an end-of-generation token came first). The
+// session is rolled back over the others and the last kept token is
+// decoded, so the session holds every kept token: the conversation can
+// continue with Prefill. It returns how many tokens it decoded (0 or 1).
+func (sp *Speculator) Finish(kept int) (int, error) {
+	s := sp.s
+	if sp.d == nil {
+		return 0, ErrClosed
+	}
+	kept = max(0, min(kept, len(sp.out)))
+	h := len(sp.hist) - len(sp.out) + kept
+	n := sp.base + h
+	sp.stats.Emitted -= len(sp.out) - kept
+	sp.hist, sp.out = sp.hist[:h], sp.out[:0]
+	dec := 0
+	switch {
+	case s.n > n:
+		if err := s.Truncate(n); err != nil {
+			return 0, err
+		}
+	case s.n < n:
+		for s.n < n {
+			c := sp.hist[s.n-sp.base : min(n, s.n+s.nBatch)-sp.base]
+			if err := s.Decode(c, engine.LogitsLast); err != nil {
+				return dec, err
+			}
+			dec += len(c)
+		}
+	}
+	return dec, sp.d.sync(sp)
 }
 
 // draw samples a target token from logits after the history + extra.
@@ -247,7 +324,8 @@ func (sp *Speculator) Step() ([]int32, error) {
 	if nd == 0 {
 		sp.stats.PlainSteps++
 		tv := sp.now()
-		if err := s.Decode([]int32{last}, engine.LogitsLast); err != nil {
+		sp.batch = append(sp.batch[:0], last)
+		if err := s.Decode(sp.batch, engine.LogitsLast); err != nil {
 			return nil, err
 		}
 		sp.meter.round(0, 0, sp.now()-tv)
@@ -263,9 +341,9 @@ func (sp *Speculator) Step() ([]int32, error) {
 		sp.stats.Emitted++
 		return sp.roundDone(0, rs)
 	}
-	batch := append(append(make([]int32, 0, nd+1), last), sp.drafts...)
+	sp.batch = append(append(sp.batch[:0], last), sp.drafts...)
 	tv := sp.now()
-	if err := s.Decode(batch, engine.LogitsAll); err != nil {
+	if err := sp.graphs.decode(s, sp.batch, engine.LogitsAll); err != nil {
 		return nil, err
 	}
 	dv := sp.now() - tv
