@@ -90,6 +90,9 @@ type Adapter struct {
 
 	ctx  int         // the session's context length
 	spec speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
+	// draft is the Draft the policy may detach and attach (ABI 1.6,
+	// draft_attach.go), nil = none.
+	draft draftSwitch
 	// repack is a raise of the repacked layers being carried out a few
 	// units per step (adapt_repack.go).
 	repack repackPacer
@@ -292,6 +295,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	}
 	a.fillSpec(s)
 	a.fillRepack(s)
+	a.fillDraft(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -331,6 +335,7 @@ func (a *Adapter) abilities() policy.Abilities {
 		LayerBits:    layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 		Repack:       a.repackable != nil,
+		Draft:        a.draft != nil,
 	}
 }
 
@@ -384,6 +389,7 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 			changes = append(changes, c)
 		}
 	}
+	changes = a.applyDraft(step, &d, changes) // before kv_type: a draft model's KV pins it
 	if d.KVType != old.KVType {
 		changes = a.applyKVType(step, &d, old, changes)
 	}

@@ -110,6 +110,7 @@ func AttachDraft(eng Engine, sess Session, o DraftOptions) (*Draft, error) {
 	d.sp.SetAuto(o.Auto && o.Policy == nil)
 	if o.Policy != nil {
 		o.Policy.attachSpeculation(d.sp)
+		o.Policy.draft, o.Policy.haveCan = d, false // ABI 1.6: the policy may detach and attach it
 	}
 	return d, nil
 }

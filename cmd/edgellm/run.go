@@ -194,7 +194,7 @@ func runRun(c *cmdEnv, args []string) error {
 	out.started = true
 	gen.Prompt, gen.Emit = prompt, out.emit
 	if o.Draft != "" {
-		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, gen))
+		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, gen, out.stats))
 	}
 	out.stats.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, gen)

@@ -258,6 +258,7 @@ type WeightSet struct {
 type LayerLatency struct {
 	Step   int       // Decode count at the sample (1-based)
 	Tokens int       // tokens in the sampled batch
+	Pos    int       // KV position of the batch's first token (context tokens before it)
 	Layers []float64 // per-layer time, µs
 	// Embed and Head are the time before layer 0 (embedding lookup) and
 	// after the last layer (output norm and head), µs; Total is the whole

@@ -30,6 +30,11 @@ type Session struct {
 	be *kernels.CPUBackend
 	ga *kernels.Gallocr
 	gr *graph
+
+	// kvDraftShared: a draft model's KV lives in kv's memfd (draftmodel.go)
+	// and the type cannot change; cleared when the draft is detached.
+	kvDraftShared bool
+
 	// lastGr is the graph of the last Decode (the target's or a draft
 	// pass's): Logits reads it.
 	lastGr *graph
