@@ -10,7 +10,7 @@
 //	host.SetLog(os.Stderr, host.LogError)   // llama.cpp's own messages
 //	eng, err := host.Load(path, host.LoadOptions{})
 //	defer eng.Close()
-//	sess, err := eng.NewSession(host.SessionConfig{NCtx: 2048})
+//	sess, err := eng.NewSession(host.SessionConfig{} // NCtx 0: min(2048, the model's))
 //	defer sess.Close()
 //	a, err := host.AttachPolicy(ctx, sess, host.PolicyOptions{
 //		Path: "policy.tar.gz", Config: &cfg, Sensors: "live"})

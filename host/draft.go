@@ -72,6 +72,17 @@ type Draft struct {
 	spec string         // the spec in canonical form
 }
 
+// DraftModelPath is the model file a draft spec names ("" for skip:N,
+// self:TYPE and ngram, which run on the target's own weights, and for a
+// spec that does not parse: AttachDraft reports that).
+func DraftModelPath(spec string) string {
+	s, err := native.ParseDraftSpec(spec)
+	if err != nil || s.Kind != native.DraftModel {
+		return ""
+	}
+	return s.Path
+}
+
 // AttachDraft attaches a draft to sess, a session of eng (Start, or
 // Generate with the Draft, prefills the prompt). A session with a Draft is
 // a conversation: Generate calls with the Draft continue it. skip:N,

@@ -107,8 +107,6 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go"},
 		"the speculation, repack and spin sweeps measure thread and process CPU time"},
 	{"cmd/edgellm", []string{"internal/native"}, []string{"benchspecmodel.go"}, "the speculation cost model is fitted on native engine runs"},
-	{"cmd/edgellm", []string{"internal/native"}, []string{"modeldefaults.go"},
-		"a --draft model's training context bounds --ctx: the spec is parsed as host.AttachDraft parses it"},
 	{"cmd/edgellm", []string{"internal/parity"}, []string{"parity.go"}, "parity compares the engines on a model file"},
 	{"cmd/edgellm", []string{"internal/wasmbuild"}, []string{"policy_testcmd.go"}, "policy test builds the author's Go policy with the one Wasm build"},
 	{"cmd/edgellm/internal/scenario", []string{"internal/wasmbuild"}, nil, "a scenario builds its built-in policies with the one Wasm build"},
