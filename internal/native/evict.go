@@ -151,3 +151,13 @@ func (s *Session) mergeRow(il int, v bool, src, dst int) {
 	}
 	kernels.FP32ToFP16Row(fb, hb)
 }
+
+// SetEvictMode is SetEvict by name ("drop" or "merge"): the form the host
+// API (host.EvictSetter) and the CLI use.
+func (s *Session) SetEvictMode(mode string) error {
+	m, err := ParseEvictMode(mode)
+	if err != nil {
+		return err
+	}
+	return s.SetEvict(m)
+}
