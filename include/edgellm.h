@@ -196,9 +196,14 @@ struct edgellm_generate_params {
     /* Speculative decoding (native engine only): NULL or "" off; "skip:N"
      * (the model's first N layers draft), "self:TYPE", "ngram" (prompt
      * lookup), or the path of a smaller GGUF with the same vocabulary. The
-     * session must be empty (new or edgellm_session_reset): the draft is
-     * attached for this call and closed at its end. Greedy output is the
-     * same as without it. Not with a policy attached. */
+     * draft is attached for this call and closed at its end; the session
+     * then holds every emitted token, so a later call (with or without a
+     * draft) continues the conversation. "skip:N", "self:TYPE" and
+     * "ngram" attach to a session that already holds a conversation; a
+     * GGUF draft needs an empty one (new or edgellm_session_reset), since
+     * it would have to decode the whole conversation again:
+     * EDGELLM_ERR_INVALID_ARGUMENT otherwise. Greedy output is the same as
+     * without a draft. Not with a policy attached. */
     const char *draft;
     int32_t draft_k;      /* draft tokens per round, 1..8 (0: 4) */
 };

@@ -618,8 +618,29 @@ int main(int argc, char **argv) {
         CHECK(rc == EDGELLM_OK && strncmp(cd.text, golden, strlen(golden)) == 0 && st.draft_proposed > 0,
               "draft skip:2: rc %d, proposed %lld, text \"%s\"", rc, (long long)st.draft_proposed, cd.text);
         printf("draft skip:2, K 3: %lld proposed, %lld accepted\n", (long long)st.draft_proposed, (long long)st.draft_accepted);
-        gp.prompt = " more";
-        CHECK(edgellm_generate(ds, &gp, collect_cb, &cd) == EDGELLM_ERR_INVALID_ARGUMENT, "a draft on a non-empty session");
+        // The session holds every emitted token: a second call with the
+        // same draft continues it, and greedy text equals the same two
+        // turns without a draft on another session.
+        gp.prompt = " Then";
+        gp.n_predict = 24;
+        struct collect cd2 = {0};
+        rc = edgellm_generate(ds, &gp, collect_cb, &cd2);
+        edgellm_session ps = 0;
+        struct collect cp1 = {0}, cp2 = {0};
+        struct edgellm_generate_params pp;
+        edgellm_generate_params_init(&pp);
+        pp.n_predict = 64;
+        pp.temperature = 0;
+        int prc = edgellm_session_new(e, &sp, &ps);
+        if (prc == EDGELLM_OK) prc = edgellm_generate(ps, &pp, collect_cb, &cp1);
+        pp.prompt = " Then";
+        pp.n_predict = 24;
+        if (prc == EDGELLM_OK) prc = edgellm_generate(ps, &pp, collect_cb, &cp2);
+        CHECK(rc == EDGELLM_OK && prc == EDGELLM_OK && strcmp(cd2.text, cp2.text) == 0 && cd2.text[0] != 0,
+              "draft turn 2: rc %d/%d, draft \"%s\", plain \"%s\"", rc, prc, cd2.text, cp2.text);
+        edgellm_session_free(ps);
+        gp.draft = model; // a GGUF draft would decode the conversation again
+        CHECK(edgellm_generate(ds, &gp, collect_cb, &cd) == EDGELLM_ERR_INVALID_ARGUMENT, "a GGUF draft on a non-empty session");
         gp.draft = "nonsense:9";
         CHECK(edgellm_session_reset(ds) == EDGELLM_OK && edgellm_generate(ds, &gp, collect_cb, &cd) == EDGELLM_ERR_INVALID_ARGUMENT,
               "a bad draft spec");

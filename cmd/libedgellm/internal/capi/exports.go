@@ -331,9 +331,6 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	default:
 		return done(errorf(statusInvalidArgument, "edgellm_generate: an empty prompt continues nothing: the session already holds %d positions", start), 0)
 	}
-	if draft != "" && start != 0 {
-		return done(errorf(statusInvalidArgument, "edgellm_generate: a draft needs an empty session (new, or edgellm_session_reset); this one holds %d positions", start), 0)
-	}
 	if start > len(s.toks) { // positions the library did not see decoded: unknown tokens
 		s.toks = append(s.toks, make([]int32, start-len(s.toks))...)
 		s.toksLost = true
