@@ -292,6 +292,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	}
 	a.fillSpec(s)
 	a.fillRepack(s)
+	a.fillEvict(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -325,6 +326,7 @@ func (a *Adapter) abilities() policy.Abilities {
 	_, layerWindows := a.sess.(LayerWindowSetter)
 	_, layerBits := a.sess.(LayerSetter)
 	_, kvType := a.sess.(KVTypeSetter)
+	_, evict := a.sess.(EvictSetter)
 	return policy.Abilities{
 		Tier: tiers, Threads: threads, SpecK: caps.Speculative,
 		Window:       caps.SlidingWindow && window,
@@ -332,6 +334,7 @@ func (a *Adapter) abilities() policy.Abilities {
 		LayerBits:    caps.PerLayerPrec && layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 		Repack:       a.repackable != nil,
+		Evict:        caps.SlidingWindow && window && evict,
 	}
 }
 
@@ -376,6 +379,9 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	}
 	if d.Window != old.Window || d.Anchors != old.Anchors || d.LayerWindowScale != old.LayerWindowScale {
 		changes = a.applyWindow(step, &d, old, changes)
+	}
+	if d.KVEvict != old.KVEvict {
+		changes = a.applyEvict(step, &d, old, changes)
 	}
 	if d.LayerBits != old.LayerBits {
 		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {

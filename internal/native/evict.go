@@ -161,3 +161,6 @@ func (s *Session) SetEvictMode(mode string) error {
 	}
 	return s.SetEvict(m)
 }
+
+// EvictMode is the eviction mode in force by name (host.EvictSetter).
+func (s *Session) EvictMode() string { return s.evict.String() }
