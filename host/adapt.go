@@ -319,7 +319,6 @@ func (a *Adapter) decide(step int, now time.Time) error {
 // abilities is what this session can change (policy.Apply's rule); the
 // adapter keeps it in can.
 func (a *Adapter) abilities() policy.Abilities {
-	caps := a.eng.Capabilities()
 	_, tiers := a.sess.(TierSwapper)
 	_, threads := a.sess.(ThreadSetter)
 	_, window := a.sess.(WindowSetter)
@@ -328,10 +327,10 @@ func (a *Adapter) abilities() policy.Abilities {
 	_, kvType := a.sess.(KVTypeSetter)
 	_, evict := a.sess.(EvictSetter)
 	return policy.Abilities{
-		Tier: tiers, Threads: threads, SpecK: caps.Speculative,
-		Window:       caps.SlidingWindow && window,
-		LayerWindows: caps.SlidingWindow && window && caps.PerLayerWindow && layerWindows,
-		LayerBits:    caps.PerLayerPrec && layerBits,
+		Tier: tiers, Threads: threads, SpecK: a.eng.Capabilities().Speculative,
+		Window:       window,
+		LayerWindows: window && layerWindows,
+		LayerBits:    layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 		Repack:       a.repackable != nil,
 		Evict:        caps.SlidingWindow && window && evict,
@@ -431,7 +430,7 @@ func (a *Adapter) applyWindow(step int, d *abi.Decision, old abi.Decision, chang
 	// otherwise the scales stay as they were.
 	scaled := d.LayerWindowScale != old.LayerWindowScale
 	var lw []int
-	if _, ok := a.sess.(LayerWindowSetter); ok && window > 0 && a.eng.Capabilities().PerLayerWindow {
+	if _, ok := a.sess.(LayerWindowSetter); ok && window > 0 {
 		lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
 	} else {
 		d.LayerWindowScale = old.LayerWindowScale

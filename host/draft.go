@@ -85,8 +85,8 @@ type Draft struct {
 // vocabulary) is a one-line error naming it.
 func AttachDraft(eng Engine, sess Session, o DraftOptions) (*Draft, error) {
 	ne, ok1 := eng.(*native.Engine)
-	ns, ok2 := sess.(*native.Session)
-	if !ok1 || !ok2 {
+	ns := native.SessionOf(sess)
+	if !ok1 || ns == nil {
 		return nil, fmt.Errorf("%w (this model runs on %s)", ErrDraftEngine, eng.Name())
 	}
 	spec, err := native.ParseDraftSpec(o.Spec)

@@ -165,7 +165,8 @@ func runRun(c *cmdEnv, args []string) error {
 	if err := applyWindow(c, o.windowOptions, eng, sess, o.Ctx, o.policyOptions.enabled()); err != nil {
 		return err
 	}
-	prompt, err := runPrompt(c, eng.Vocab(), &o, o.policyOptions.enabled() && eng.Capabilities().SlidingWindow)
+	_, windowed := sess.(host.WindowSetter)
+	prompt, err := runPrompt(c, eng.Vocab(), &o, o.policyOptions.enabled() && windowed)
 	if err != nil {
 		return err
 	}

@@ -50,9 +50,8 @@ func applyWindow(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session,
 	case o.Anchors+o.Window+1 > nCtx:
 		return usagef("--anchors %d + --window %d + 1 exceed --ctx %d", o.Anchors, o.Window, nCtx)
 	}
-	caps := eng.Capabilities()
 	ws, ok := sess.(host.WindowSetter)
-	if !caps.SlidingWindow || !ok {
+	if !ok {
 		return usagef("--window: engine %s has no sliding KV window (use --engine native)", eng.Name())
 	}
 	if o.LayerWindows == "" {
@@ -63,7 +62,7 @@ func applyWindow(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session,
 		return nil
 	}
 	lws, ok := sess.(host.LayerWindowSetter)
-	if !caps.PerLayerWindow || !ok {
+	if !ok {
 		return usagef("--layer-windows: engine %s has no per-layer windows", eng.Name())
 	}
 	parts := strings.Split(o.LayerWindows, ",")

@@ -50,7 +50,10 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 	if e.tiers != nil && e.sessions > 0 {
 		return nil, fmt.Errorf("llamacpp: a tier ladder supports one session at a time")
 	}
-	cfg = cfg.Resolve(e.info.NCtxTrain)
+	cfg, err := cfg.Fit(e.info.NCtxTrain)
+	if err != nil {
+		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
 	if _, err := engine.ParseKVType(string(cfg.KVType)); err != nil {
 		return nil, err
 	}
@@ -64,7 +67,7 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 		return nil, err
 	}
 	e.sessions++
-	return &Session{e: e, cfg: cfg, ctx: ctx, batch: b}, nil
+	return (&Session{e: e, cfg: cfg, ctx: ctx, batch: b}).public(), nil
 }
 
 // StateBytes is the size of llama.cpp's serialized state of the session's
@@ -167,6 +170,15 @@ func (s *Session) SetThreads(n int) error {
 	}
 	s.cfg.Threads = n // kept across tier swaps
 	return nil
+}
+
+// Threads is the decode thread count in force.
+func (s *Session) Threads() int {
+	if s.ctx == nil {
+		return 0
+	}
+	n, _ := s.ctx.Threads()
+	return n
 }
 
 // KVBytesPerToken is the size of one token's K and V over all layers in the

@@ -76,9 +76,15 @@ type Stats struct {
 
 var _ engine.Session = (*Session)(nil)
 
-// NewSession creates a sequence with its own KV arena.
+// NewSession creates a sequence with its own KV arena. The session
+// implements the live setters of the abilities the engine was loaded with,
+// and only those (public.go); SessionOf unwraps it.
 func (e *Engine) NewSession(sc engine.SessionConfig) (engine.Session, error) {
-	return e.newSession(sc)
+	s, err := e.newSession(sc)
+	if err != nil {
+		return nil, err
+	}
+	return s.public(), nil
 }
 
 func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
@@ -92,11 +98,11 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 		return nil, ErrClosed
 	}
 	cfg := &e.w.Config
-	sc = sc.Resolve(cfg.NCtxTrain)
-	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
-	if s.nCtx > cfg.NCtxTrain {
-		return nil, fmt.Errorf("native: context %d exceeds the model's training context %d", s.nCtx, cfg.NCtxTrain)
+	sc, err := sc.Fit(cfg.NCtxTrain)
+	if err != nil {
+		return nil, fmt.Errorf("native: %w", err)
 	}
+	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
 	typ, err := kvGGMLType(sc.KVType)
 	if err != nil {
 		return nil, err
