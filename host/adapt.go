@@ -333,7 +333,7 @@ func (a *Adapter) abilities() policy.Abilities {
 		LayerBits:    layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 		Repack:       a.repackable != nil,
-		Evict:        caps.SlidingWindow && window && evict,
+		Evict:        window && evict,
 	}
 }
 
