@@ -296,6 +296,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	a.fillSpec(s)
 	a.fillRepack(s)
 	a.fillDraft(s)
+	a.fillEvict(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -328,6 +329,7 @@ func (a *Adapter) abilities() policy.Abilities {
 	_, layerWindows := a.sess.(LayerWindowSetter)
 	_, layerBits := a.sess.(LayerSetter)
 	_, kvType := a.sess.(KVTypeSetter)
+	_, evict := a.sess.(EvictSetter)
 	return policy.Abilities{
 		Tier: tiers, Threads: threads, SpecK: a.eng.Capabilities().Speculative,
 		Window:       window,
@@ -336,6 +338,7 @@ func (a *Adapter) abilities() policy.Abilities {
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 		Repack:       a.repackable != nil,
 		Draft:        a.draft != nil,
+		Evict:        window && evict,
 	}
 }
 
@@ -380,6 +383,9 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	}
 	if d.Window != old.Window || d.Anchors != old.Anchors || d.LayerWindowScale != old.LayerWindowScale {
 		changes = a.applyWindow(step, &d, old, changes)
+	}
+	if d.KVEvict != old.KVEvict {
+		changes = a.applyEvict(step, &d, old, changes)
 	}
 	if d.LayerBits != old.LayerBits {
 		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {

@@ -18,6 +18,8 @@ type sessionCore interface {
 	SetWindow(anchors, window int) error
 	SetLayerWindows(anchors int, windows []int) error
 	LayerWindows() []int
+	SetEvictMode(mode string) error // evict.go (issue #29)
+	EvictMode() string
 	Anchors() int
 	SetKVType(typ engine.KVType) (engine.KVChange, error)
 	SetLayerLatencyEvery(n int) error

@@ -54,6 +54,9 @@ type Session struct {
 	ringGen uint64  // bumped by every change of the layer→ring map (graph key)
 	anchors int
 
+	evict    EvictMode // what windows do with evicted positions (evict.go)
+	mergeBuf []float32 // scratch for merging F16 rows
+
 	n         int               // positions in the KV cache
 	lastN     int               // tokens in the last Decode batch
 	lastMode  engine.LogitsMode // logits kept by the last Decode
@@ -73,6 +76,7 @@ type Stats struct {
 	ActBufBytes    int64 // graph allocator buffer
 	KVBytes        int64 // KV arena mapping
 	KVBytesToken   int64 // KV bytes per token, all layers
+	MergedRows     int   // K/V rows written by merge eviction (evict.go)
 }
 
 var _ engine.Session = (*Session)(nil)
@@ -259,6 +263,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 		pos[i] = int32(s.n + i)
 	}
 	g.fillSynthRow(pos[:nTok])
+	s.mergeEvicted(s.n, used[:])
 	for r, rg := range s.rings {
 		rg.hi = rg.nextHi
 		if !used[r] {
