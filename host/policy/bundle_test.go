@@ -88,7 +88,7 @@ func TestSignedBundleLoads(t *testing.T) {
 			if d := decideOK(t, r); d.Tier != 2 || r.Revision() != 2 {
 				t.Fatalf("tier %d revision %d", d.Tier, r.Revision())
 			}
-			if _, err := VerifyBundleFile(p2, []ed25519.PublicKey{s.pub}, NewConfig().bundle, "v0.2.0"); err != nil {
+			if _, err := VerifyBundle(p2, VerifyOptions{Keys: []ed25519.PublicKey{s.pub}, Limits: NewConfig().bundle, EngineVersion: "v0.2.0"}); err != nil {
 				t.Fatal(err)
 			}
 		})

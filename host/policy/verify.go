@@ -140,13 +140,6 @@ func checkCompat(path string, m *Manifest, engineVersion string, log *slog.Logge
 	return nil
 }
 
-// VerifyBundleFile reads and fully verifies a bundle as the runtime would
-// (signature against pub, digests, expiry now with DefaultClockSkew, ABI
-// major, engine version), without loading it or checking its revision.
-func VerifyBundleFile(path string, pub []ed25519.PublicKey, lim BundleLimits, engineVersion string) (*Bundle, error) {
-	return VerifyBundle(path, VerifyOptions{Keys: pub, Limits: lim, EngineVersion: engineVersion})
-}
-
 // VerifyOptions says what VerifyBundle checks a bundle against.
 type VerifyOptions struct {
 	Keys          []ed25519.PublicKey
@@ -157,8 +150,10 @@ type VerifyOptions struct {
 	ClockSkew     time.Duration // 0 = DefaultClockSkew
 }
 
-// VerifyBundle is VerifyBundleFile with revocation and a chosen clock. It
-// is what `edgellm policy verify` runs.
+// VerifyBundle reads and fully verifies the bundle at path as the runtime
+// would (signature against o.Keys less o.Revoked, digests, expiry at o.Now
+// with o.ClockSkew, ABI major, engine version), without loading it or
+// checking its revision. It is what `edgellm policy verify` runs.
 func VerifyBundle(path string, o VerifyOptions) (*Bundle, error) {
 	b, err := ReadBundle(path, o.Limits)
 	if err != nil {

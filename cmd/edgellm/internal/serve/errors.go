@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -24,6 +25,17 @@ func (e *APIError) Error() string { return e.Message }
 func badRequest(param, format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param,
 		Message: fmt.Sprintf(format, args...)}
+}
+
+// toAPIError is err as the API error it wraps, or a 500 that carries its
+// text: a decoder or tokenizer error of another type is a server fault,
+// not a reason to panic the handler.
+func toAPIError(err error) *APIError {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e
+	}
+	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 }
 
 // writeError sends e as the response.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -111,5 +112,19 @@ func TestOpenAIErrorShapes(t *testing.T) {
 	}
 	if code, m, _ := ts.do(t, "POST", "/v1/completions", `{"prompt":"a","max_tokens":1,"presence_penalty":0,"frequency_penalty":0}`, auth...); code != 200 {
 		t.Errorf("zero penalties: %d %v", code, m)
+	}
+}
+
+// TestToAPIError: an error of another type becomes a 500 carrying its
+// text (the handlers type-asserted and would have panicked); a wrapped
+// APIError is found.
+func TestToAPIError(t *testing.T) {
+	e := toAPIError(fmt.Errorf("tokenizer: %w", io.ErrUnexpectedEOF))
+	if e.Status != http.StatusInternalServerError || !strings.Contains(e.Message, "unexpected EOF") {
+		t.Fatalf("plain error: %+v", e)
+	}
+	want := badRequest("prompt", "bad")
+	if got := toAPIError(fmt.Errorf("wrapped: %w", want)); got != want {
+		t.Fatalf("wrapped APIError: got %+v", got)
 	}
 }

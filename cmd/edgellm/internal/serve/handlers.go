@@ -90,7 +90,7 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 		}
 		req, err := DecodeRequest(body, chat)
 		if err != nil {
-			writeError(w, err.(*APIError))
+			writeError(w, toAPIError(err))
 			return
 		}
 		s.serve(w, r, req)
@@ -104,7 +104,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req *Request) {
 	ext := &Extension{Decisions: []Decision{}}
 	prompt, tmpl, err := s.promptTokens(req)
 	if err != nil {
-		writeError(w, err.(*APIError))
+		writeError(w, toAPIError(err))
 		return
 	}
 	ext.ChatTemplate = tmpl
