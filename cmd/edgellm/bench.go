@@ -117,8 +117,6 @@ func (o *benchOptions) check(args []string) (host.KVType, error) {
 			return "", usagef("--swap measures KV migration on the llamacpp engine; the native engine switches precision in place")
 		case o.CtxTokens < 1:
 			return "", usagef("--ctx-tokens %d: want ≥ 1", o.CtxTokens)
-		case o.CtxTokens+1 > o.Ctx:
-			return "", usagef("--ctx-tokens %d + 1 check token exceed --ctx %d", o.CtxTokens, o.Ctx)
 		}
 		for _, t := range o.Tiers {
 			if _, err := os.Stat(t); err != nil {
@@ -167,6 +165,9 @@ func runBench(c *cmdEnv, args []string) error {
 	}
 
 	if o.Swap {
+		if err := o.fitSwap(c); err != nil {
+			return err
+		}
 		r, err := bench.Swap(c.Ctx, bench.SwapOptions{Tiers: o.Tiers, NCtxTokens: o.CtxTokens, Repeats: o.Repeats,
 			Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Repack: o.Repack,
 			Text: string(text), TextName: benchText, Progress: c.Stderr})
@@ -189,7 +190,14 @@ func runBench(c *cmdEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := fitLengths(c, &o.Ctx, train, length{"n-prompt", "-p", &o.NPrompt}, length{"n-predict", "-n", &o.NPredict}); err != nil {
+		lim, err := modelLimit(train).withDraft(o.Spec)
+		if err != nil {
+			return err
+		}
+		if o.Ctx, err = fitCtx(c, o.Ctx, lim); err != nil {
+			return err
+		}
+		if err := fitLengths(c, o.Ctx, length{"n-prompt", "-p", &o.NPrompt}, length{"n-predict", "-n", &o.NPredict}); err != nil {
 			return err
 		}
 		if o.NPredict < 3 {

@@ -24,9 +24,9 @@ func runActivations(c *cmdEnv, path, label string, o benchOptions) error {
 		return err
 	}
 	defer eng.Close()
-	train := eng.Info().NCtxTrain
-	if o.NPrompt+1 > train {
-		return usagef("--activations: -p %d + 1 decode step exceed the model's training context %d", o.NPrompt, train)
+	step := 1
+	if err := fitLengths(c, eng.Info().NCtxTrain, length{"n-prompt", "-p", &o.NPrompt}, length{"", "1 decode step", &step}); err != nil {
+		return err
 	}
 	att, err := host.ParseAttention(o.Attention)
 	if err != nil {

@@ -28,7 +28,7 @@ func init() {
 			fs.StringP("output", "o", "", "manifest JSON to write (required; written atomically)")
 			fs.String("rule", precision.DefaultRule.String(), "min_bits rule: kl:T4,T56 (KL below T4 → 4-bit class, below T56 → 5/6-bit, else 8-bit) or ppl:P (perplexity change below P %)")
 			fs.Float64("clamp-sigma", calib.DefaultClampSigma, "K of the recorded clamp thresholds (±K σ)")
-			fs.Int("chunk", 512, "tokens per teacher-forced chunk (capped by the model's training context)")
+			fs.Int("chunk", 512, "tokens per teacher-forced chunk (the default is capped by the model's training context; a value set above it is an error)")
 			addThreadsFlag(fs)
 			fs.Bool("eval", false, "proof mode: split the text at the paragraph break nearest its middle, calibrate on the first half and compare, on the second, the calibrated assignment with every assignment at exactly its bits (uniform included), with bootstrap intervals (table on stdout)")
 			fs.String("eval-text", "", "proof mode on another text: calibrate on all of --text, judge on this file (any UTF-8 text; never used for calibration)")
@@ -97,6 +97,9 @@ func runCalibrate(c *cmdEnv, args []string) error {
 	defer eng.Close()
 	if err := calib.CheckLayers(eng.Config().NLayer); err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if err := fitLengths(c, eng.Config().NCtxTrain, length{"chunk", "--chunk", &o.Chunk}); err != nil {
+		return err
 	}
 	calText, evalText := string(text), ""
 	if o.Eval {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/edgellm/edgellm/host"
 	"github.com/spf13/pflag"
 )
 
@@ -16,7 +17,7 @@ func addThreadsFlag(fs *pflag.FlagSet) {
 }
 
 func addCtxFlag(fs *pflag.FlagSet) {
-	fs.Int("ctx", 2048, "context length in tokens (capped by the model's training context)")
+	fs.Int("ctx", host.DefaultNCtx, "context length in tokens (the default is capped by the model's training context; a value set above it is an error)")
 }
 
 func addKVTypeFlag(fs *pflag.FlagSet) {

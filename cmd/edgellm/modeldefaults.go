@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/native"
 )
 
 // Defaults that fit the model. A default the user did not set must never be
@@ -23,21 +25,57 @@ func (c *cmdEnv) userSet(key string) bool {
 	return src != "" && src != "default"
 }
 
-// fitCtx is the context length for a model trained with train tokens:
-// min(default, train) when --ctx was not set, an error when --ctx was set
-// above train.
-func fitCtx(c *cmdEnv, ctx, train int) (int, error) {
-	if train <= 0 {
+// ctxLimit is the largest context a command may use: the training context
+// of the model (or of its draft, when that is smaller), and which model
+// that is, for messages.
+type ctxLimit struct {
+	train int
+	of    string // "the model", "the draft FILE"
+}
+
+func modelLimit(train int) ctxLimit { return ctxLimit{train, "the model"} }
+
+// withDraft lowers l to the training context of a --draft model file
+// (skip:N, self:TYPE and ngram drafts run in the target's context; a spec
+// that does not parse is left to host.AttachDraft to report).
+func (l ctxLimit) withDraft(draft string) (ctxLimit, error) {
+	if draft == "" {
+		return l, nil
+	}
+	spec, err := native.ParseDraftSpec(draft)
+	if err != nil || spec.Kind != native.DraftModel {
+		return l, nil
+	}
+	train, err := modelTrainCtx(spec.Path)
+	if err != nil {
+		return l, fmt.Errorf("--draft: %w", err)
+	}
+	if train > 0 && train < l.train {
+		return ctxLimit{train, "the draft " + spec.Path}, nil
+	}
+	return l, nil
+}
+
+// fitCtx is the context length within lim by the one rule
+// (host.SessionConfig.Fit): --ctx left at its default (host.DefaultNCtx)
+// is min(default, lim.train); --ctx set above lim.train is a usage error
+// naming both numbers.
+func fitCtx(c *cmdEnv, ctx int, lim ctxLimit) (int, error) {
+	if lim.train <= 0 {
 		return 0, fmt.Errorf("the model states no training context length (GGUF <arch>.context_length): cannot choose --ctx")
 	}
-	if ctx <= train {
-		return ctx, nil
+	asked := ctx
+	if !c.userSet("ctx") {
+		asked = 0 // the flag's default is host.DefaultNCtx: the rule's own
 	}
-	if c.userSet("ctx") {
-		return 0, usagef("--ctx %d is above the model's training context %d", ctx, train)
+	sc, err := host.SessionConfig{NCtx: asked}.Fit(lim.train)
+	if err != nil {
+		return 0, usagef("--ctx %d is above the training context %d of %s", ctx, lim.train, lim.of)
 	}
-	c.Logf("context: %d tokens (the model's training context; the default %d is above it)", train, ctx)
-	return train, nil
+	if asked == 0 && sc.NCtx < host.DefaultNCtx {
+		c.Logf("context: %d tokens (the training context of %s; the default %d is above it)", sc.NCtx, lim.of, host.DefaultNCtx)
+	}
+	return sc.NCtx, nil
 }
 
 // fitNPredict is the number of tokens to generate: the default -n shrinks
@@ -80,32 +118,33 @@ type length struct {
 
 func (c *cmdEnv) fixedLength(p length) bool { return p.key == "" || c.userSet(p.key) }
 
-// fitLengths fits parts (a prompt and a generation, say) into ctx, which
-// is first fitted to the model's training context (fitCtx). Parts the user
+// fitLengths fits parts (a prompt and a generation, say) into ctx (a
+// context already fitted to the model: fitCtx, or its training context for
+// a command without --ctx). Parts the user
 // set are kept; when they do not fit it is a usage error naming the
 // numbers. Parts left at their defaults share what the explicit ones leave,
 // in proportion to their defaults, each at least 1; a line on stderr says
 // what they became.
-func fitLengths(c *cmdEnv, ctx *int, train int, parts ...length) error {
-	var err error
-	if *ctx, err = fitCtx(c, *ctx, train); err != nil {
-		return err
-	}
+func fitLengths(c *cmdEnv, ctx int, parts ...length) error {
 	fixed, soft, names := 0, 0, make([]string, 0, len(parts))
 	for _, p := range parts {
-		names = append(names, fmt.Sprintf("%s %d", p.flag, *p.v))
+		if p.key == "" {
+			names = append(names, p.flag) // a fixed part names its own number
+		} else {
+			names = append(names, fmt.Sprintf("%s %d", p.flag, *p.v))
+		}
 		if c.fixedLength(p) {
 			fixed += *p.v
 		} else {
 			soft += *p.v
 		}
 	}
-	if fixed+soft <= *ctx {
+	if fixed+soft <= ctx {
 		return nil
 	}
-	room := *ctx - fixed
+	room := ctx - fixed
 	if soft == 0 || room < len(parts) {
-		return usagef("%s exceed the context %d", strings.Join(names, " + "), *ctx)
+		return usagef("%s exceed the context %d", strings.Join(names, " + "), ctx)
 	}
 	var after []string
 	left := room
@@ -121,6 +160,20 @@ func fitLengths(c *cmdEnv, ctx *int, train int, parts ...length) error {
 		left -= *p.v
 		after = append(after, fmt.Sprintf("%s %d", p.flag, *p.v))
 	}
-	c.Logf("lengths: %s (the defaults %s do not fit the context %d)", strings.Join(after, ", "), strings.Join(names, " + "), *ctx)
+	c.Logf("lengths: %s (the defaults %s do not fit the context %d)", strings.Join(after, ", "), strings.Join(names, " + "), ctx)
 	return nil
+}
+
+// fitSwap fits bench --swap's context to the first tier's training context
+// and --ctx-tokens, plus the one check token, into it.
+func (o *benchOptions) fitSwap(c *cmdEnv) error {
+	train, err := modelTrainCtx(o.Tiers[0])
+	if err != nil {
+		return err
+	}
+	if o.Ctx, err = fitCtx(c, o.Ctx, modelLimit(train)); err != nil {
+		return err
+	}
+	check := 1
+	return fitLengths(c, o.Ctx, length{"ctx-tokens", "--ctx-tokens", &o.CtxTokens}, length{"", "1 check token", &check})
 }

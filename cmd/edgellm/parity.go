@@ -71,8 +71,8 @@ func runParity(c *cmdEnv, args []string) error {
 		return err
 	}
 	if train > 0 { // one prompt token (BOS), then -n greedy steps
-		prompt, ctx := 1, train
-		if err := fitLengths(c, &ctx, train, length{"", "1 prompt token", &prompt}, length{"n", "-n", &o.N}); err != nil {
+		prompt := 1
+		if err := fitLengths(c, train, length{"", "1 prompt token", &prompt}, length{"n", "-n", &o.N}); err != nil {
 			return err
 		}
 	}

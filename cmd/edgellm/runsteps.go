@@ -69,7 +69,11 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 		return nil, "", cliLoadError(err)
 	}
 	info := eng.Info()
-	if o.Ctx, err = fitCtx(c, o.Ctx, info.NCtxTrain); err != nil {
+	lim, err := modelLimit(info.NCtxTrain).withDraft(o.Draft)
+	if err == nil {
+		o.Ctx, err = fitCtx(c, o.Ctx, lim)
+	}
+	if err != nil {
 		eng.Close()
 		return nil, "", err
 	}

@@ -50,7 +50,10 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 	if e.tiers != nil && e.sessions > 0 {
 		return nil, fmt.Errorf("llamacpp: a tier ladder supports one session at a time")
 	}
-	cfg = cfg.Resolve(e.info.NCtxTrain)
+	cfg, err := cfg.Fit(e.info.NCtxTrain)
+	if err != nil {
+		return nil, fmt.Errorf("llamacpp: %w", err)
+	}
 	if _, err := engine.ParseKVType(string(cfg.KVType)); err != nil {
 		return nil, err
 	}

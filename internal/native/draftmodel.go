@@ -50,6 +50,9 @@ func (s *Session) newModelDrafter(spec DraftSpec) (*modelDrafter, error) {
 	if de.w.Config.NVocab != s.cfg.NVocab {
 		return nil, fmt.Errorf("native: draft %s has a vocabulary of %d tokens, the target has %d", spec.Path, de.w.Config.NVocab, s.cfg.NVocab)
 	}
+	if t := de.w.Config.NCtxTrain; s.nCtx > t {
+		return nil, fmt.Errorf("native: %w", &engine.ContextError{NCtx: s.nCtx, NCtxTrain: t, Model: "the draft " + spec.Path})
+	}
 	// One mapping for both: replace the empty session's arena.
 	as, err := newKVArenas([]*Config{s.cfg, &de.w.Config}, s.kv.Type, s.nCtx)
 	if err != nil {

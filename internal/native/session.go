@@ -91,11 +91,11 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 		return nil, ErrClosed
 	}
 	cfg := &e.w.Config
-	sc = sc.Resolve(cfg.NCtxTrain)
-	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
-	if s.nCtx > cfg.NCtxTrain {
-		return nil, fmt.Errorf("native: context %d exceeds the model's training context %d", s.nCtx, cfg.NCtxTrain)
+	sc, err := sc.Fit(cfg.NCtxTrain)
+	if err != nil {
+		return nil, fmt.Errorf("native: %w", err)
 	}
+	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
 	typ, err := kvGGMLType(sc.KVType)
 	if err != nil {
 		return nil, err

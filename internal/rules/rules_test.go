@@ -107,6 +107,8 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go"},
 		"the speculation, repack and spin sweeps measure thread and process CPU time"},
 	{"cmd/edgellm", []string{"internal/native"}, []string{"benchspecmodel.go"}, "the speculation cost model is fitted on native engine runs"},
+	{"cmd/edgellm", []string{"internal/native"}, []string{"modeldefaults.go"},
+		"a --draft model's training context bounds --ctx: the spec is parsed as host.AttachDraft parses it"},
 	{"cmd/edgellm", []string{"internal/parity"}, []string{"parity.go"}, "parity compares the engines on a model file"},
 }
 

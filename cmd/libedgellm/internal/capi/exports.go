@@ -185,7 +185,9 @@ func edgellm_session_new(h C.edgellm_engine, p *C.struct_edgellm_session_params,
 				return errorf(statusInvalidArgument, "edgellm_session_new: %v", err)
 			}
 		}
-		cfg = cfg.Resolve(e.eng.Info().NCtxTrain) // the one default context rule
+		if cfg, err = cfg.Fit(e.eng.Info().NCtxTrain); err != nil { // the one context rule
+			return errorf(statusInvalidArgument, "edgellm_session_new: n_ctx: %v", err)
+		}
 		e.mu.Lock()
 		sess, err := e.eng.NewSession(cfg)
 		e.mu.Unlock()
