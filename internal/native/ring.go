@@ -268,6 +268,9 @@ func (s *Session) setWindows(anchors int, windows []int) error {
 		rg := byWindow[w]
 		if rg == nil {
 			rg = &kvRing{window: w, end: min(s.nCtx, anchors+w+s.nBatch)}
+			if s.trainedWindows() != nil && w == s.cfg.NSWA { // the trained ring's slots (swaring.go)
+				rg.end = min(s.nCtx, (anchors+w+s.nBatch+defaultKVPad-1)/defaultKVPad*defaultKVPad)
+			}
 			byWindow[w] = rg
 			next = append(next, rg)
 		}
