@@ -21,7 +21,7 @@ func fullSensors() Sensors {
 		CPUPSISomeAvg10: 37.5, CPURunnable: 3, CPUAllowed: 2, StepTimeRatio: 1.8, CurThreads: 2,
 		RepackLayers: 12, RepackLayersMax: 17, RepackMB: 410, RepackMBMax: 581,
 		CPUOtherBusy: 0.75, CPUPSISomeRecent: 46.5, CPUSpanMS: 251.5,
-		LayerLatencyBatch: 5, LayerLatencyPos: 1019, DraftState: DraftDetached, DraftMB: 37.25,
+		LayerLatencyBatch: 5, LayerLatencyPos: 1019, DraftState: DraftDetached, DraftMB: 37.25, KVEvict: EvictMerge,
 	}
 	for i := range s.LayerLatencyUS {
 		s.LayerLatencyUS[i] = float32(i) * 1.5
@@ -41,7 +41,7 @@ func fullSensors() Sensors {
 
 func fullDecision() Decision {
 	d := Decision{Tier: 2, SpecK: 6, Window: 256, Anchors: 4, Threads: 2, CadenceSteps: 8, KVType: KVQ4_0,
-		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100, RepackLayers: 9, Draft: DraftDetach}
+		SpecPMin: 0.6, DraftThreads: 1, DraftCPUMask: 0b0011, VerifyCPUMask: 0b1100, RepackLayers: 9, Draft: DraftDetach, KVEvict: EvictDrop}
 	d.SetReason(ReasonThermal, "thermal severe: tier 1→2")
 	for i := range d.LayerBits {
 		d.LayerBits[i] = uint8(i % 9)
@@ -213,7 +213,7 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestNewerMinor: a newer writer (minor 7, a longer struct) is read up to
+// TestNewerMinor: a newer writer (minor 8, a longer struct) is read up to
 // what this package knows.
 func TestNewerMinor(t *testing.T) {
 	s := fullSensors()
@@ -221,7 +221,7 @@ func TestNewerMinor(t *testing.T) {
 	if err := EncodeSensors(buf, &s); err != nil {
 		t.Fatal(err)
 	}
-	buf[2] = 7                            // minor 7
+	buf[2] = 8                            // minor 8
 	le.PutUint32(buf[4:], SensorsSize+64) // appended fields
 	for i := SensorsSize; i < len(buf); i++ {
 		buf[i] = 0xEE
@@ -234,13 +234,13 @@ func TestNewerMinor(t *testing.T) {
 		t.Fatal("newer-minor decode differs")
 	}
 	h, err := ReadHeader(buf)
-	if err != nil || h.Version != (Version{1, 7}) || h.Size != SensorsSize+64 {
+	if err != nil || h.Version != (Version{1, 8}) || h.Size != SensorsSize+64 {
 		t.Fatalf("ReadHeader = %+v, %v", h, err)
 	}
 }
 
 func TestVersion(t *testing.T) {
-	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.6" {
+	if Current() != (Version{VersionMajor, VersionMinor}) || Current().String() != "1.7" {
 		t.Fatalf("Current = %v", Current())
 	}
 	for _, tc := range []struct {
@@ -256,7 +256,8 @@ func TestVersion(t *testing.T) {
 		{Version{1, 4}, 1272, 768, ""},
 		{Version{1, 5}, 1284, 768, ""},
 		{Version{1, 6}, 1300, 776, ""},
-		{Version{1, 7}, 0, 0, ErrMinorVersion},
+		{Version{1, 7}, 1304, 776, ""},
+		{Version{1, 8}, 0, 0, ErrMinorVersion},
 		{Version{2, 0}, 0, 0, ErrMajorVersion},
 		{Version{0, 9}, 0, 0, ErrMajorVersion},
 	} {
@@ -394,7 +395,12 @@ func TestOlderMinorPrefix(t *testing.T) {
 		}
 		if size < SensorsSize16 {
 			want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
+			want.KVEvict = 0
 			want.Present &^= PresentLatencyShape | PresentDraft
+		}
+		if size < SensorsSize17 {
+			want.KVEvict = 0
+			want.Present &^= PresentEvict
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("size %d: decoded %+v\nwant %+v", size, got, want)
@@ -430,6 +436,7 @@ func TestOlderMinorPrefix(t *testing.T) {
 		}
 		if size < DecisionSize16 {
 			want.Draft = pre.Draft // a 1.0–1.5 writer leaves the draft as it is
+			want.KVEvict = pre.KVEvict
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("decision of size %d over a pre-fill: %+v\nwant %+v", size, got, want)
@@ -457,6 +464,7 @@ func TestMinor13Writer(t *testing.T) {
 	want.RepackLayers, want.RepackLayersMax, want.RepackMB, want.RepackMBMax = 0, 0, 0, 0
 	want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
 	want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
+	want.KVEvict = 0
 	want.Present &^= PresentRepack | PresentCPUBusy
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.3 sensors: %+v\nwant %+v", got, want)
@@ -479,7 +487,7 @@ func TestMinor13Writer(t *testing.T) {
 			t.Fatal(err)
 		}
 		wd := d
-		wd.RepackLayers, wd.Draft = pre, DraftLeave
+		wd.RepackLayers, wd.Draft, wd.KVEvict = pre, DraftLeave, EvictLeave
 		if !reflect.DeepEqual(gd, wd) {
 			t.Errorf("1.3 decision over pre-fill %d: %+v\nwant %+v", pre, gd, wd)
 		}
@@ -515,6 +523,7 @@ func TestMinor14Writer(t *testing.T) {
 	want := s
 	want.CPUOtherBusy, want.CPUPSISomeRecent, want.CPUSpanMS = 0, 0, 0
 	want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
+	want.KVEvict = 0
 	want.Present &^= PresentCPUBusy
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.4 sensors: %+v\nwant %+v", got, want)
@@ -538,6 +547,7 @@ func TestMinor15Writer(t *testing.T) {
 	}
 	want := s
 	want.LayerLatencyBatch, want.LayerLatencyPos, want.DraftState, want.DraftMB = 0, 0, 0, 0
+	want.KVEvict = 0
 	want.Present &^= PresentLatencyShape | PresentDraft
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("1.5 sensors: %+v\nwant %+v", got, want)
@@ -559,18 +569,18 @@ func TestMinor15Writer(t *testing.T) {
 		t.Fatal(err)
 	}
 	wd := d
-	wd.Draft = DraftLeave
+	wd.Draft, wd.KVEvict = DraftLeave, EvictLeave
 	if !reflect.DeepEqual(gd, wd) {
 		t.Errorf("1.5 decision: %+v\nwant %+v", gd, wd)
 	}
-	// A 1.6 writer's value replaces the pre-fill; the 4 bytes after it are
-	// written as zero (reserved for the next minor).
+	// A 1.6 writer's value replaces the pre-fill; the 4 bytes after it
+	// (reserved in 1.6) carry 1.7's kv_evict.
 	for i := DecisionSize16 - 4; i < DecisionSize16; i++ {
 		dfull[i] = 0xEE
 	}
 	_ = EncodeDecision(dfull, &d)
-	if r := dfull[DecisionSize16-4 : DecisionSize16]; r[0]|r[1]|r[2]|r[3] != 0 {
-		t.Errorf("reserved bytes %x", r)
+	if r := int32(le.Uint32(dfull[DecisionSize16-4:])); r != d.KVEvict {
+		t.Errorf("kv_evict bytes %d, want %d", r, d.KVEvict)
 	}
 	gd = Decision{Draft: DraftLeave}
 	if err := DecodeDecision(dfull, &gd); err != nil || gd.Draft != DraftDetach {
@@ -591,4 +601,36 @@ func olderSensors(t *testing.T, s *Sensors, minor uint16, size int) []byte {
 	le.PutUint16(buf[2:], minor)
 	le.PutUint32(buf[4:], uint32(size))
 	return buf
+}
+
+// TestMinor16Writer: Sensors written by a 1.6 peer decode with kv_evict
+// zero and PresentEvict clear even if the writer set it; a 1.6 Decision
+// (its 4 reserved bytes zero) reads as kv_evict 0, leave as is.
+func TestMinor16Writer(t *testing.T) {
+	s := fullSensors()
+	s.Present |= PresentDraft | PresentEvict
+	buf := olderSensors(t, &s, 6, SensorsSize16)
+	got := Sensors{KVEvict: 2} // must be cleared
+	if err := DecodeSensors(buf, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.KVEvict != 0 || got.Has(PresentEvict) || !got.Has(PresentDraft) || got.DraftMB != s.DraftMB {
+		t.Errorf("1.6 sensors: kv_evict %d, present %#x, draft_mb %v", got.KVEvict, got.Present, got.DraftMB)
+	}
+	d := fullDecision()
+	dbuf := make([]byte, DecisionSize)
+	if err := EncodeDecision(dbuf, &d); err != nil {
+		t.Fatal(err)
+	}
+	le.PutUint16(dbuf[2:], 6)
+	clear(dbuf[DecisionSize16-4:]) // reserved in 1.6
+	gd := Decision{KVEvict: EvictMerge}
+	if err := DecodeDecision(dbuf, &gd); err != nil || gd.KVEvict != EvictLeave || gd.Draft != d.Draft {
+		t.Errorf("1.6 decision: kv_evict %d, draft %d, %v", gd.KVEvict, gd.Draft, err)
+	}
+	// A 1.7 writer's kv_evict round-trips.
+	_ = EncodeDecision(dbuf, &d)
+	if err := DecodeDecision(dbuf, &gd); err != nil || gd.KVEvict != d.KVEvict {
+		t.Errorf("1.7 decision: kv_evict %d, want %d", gd.KVEvict, d.KVEvict)
+	}
 }

@@ -68,7 +68,22 @@ type Decision struct {
 	// on an engine without a configured draft it is ignored. Values outside
 	// 0–2 are clamped to DraftLeave.
 	Draft int32 `json:"draft"`
+
+	// 1.7: the KV window's eviction mode.
+
+	// KVEvict sets what the KV window does with positions it evicts:
+	// EvictLeave (0, leave as is), EvictDrop (1) or EvictMerge (2: fold
+	// the evicted K/V into the next visible position with a decay weight;
+	// F16/F32 KV only). Values outside 0–2 are clamped to EvictLeave.
+	KVEvict int32 `json:"kv_evict"`
 }
+
+// Values of Decision.KVEvict and Sensors.KVEvict (ABI 1.7).
+const (
+	EvictLeave = 0 // leave the eviction mode as it is (Decision only)
+	EvictDrop  = 1 // evicted positions are masked out
+	EvictMerge = 2 // evicted positions are merged into the next visible one
+)
 
 // Values of Decision.Draft (ABI 1.6).
 const (
@@ -150,9 +165,11 @@ const (
 	// end = 768 = DecisionSize14
 
 	// 1.6
-	offDDraft     = 768
-	offDReserved3 = 772 // 4 bytes, zero (reserved for the next minor)
+	offDDraft = 768
 	// end = 776 = DecisionSize16
+
+	// 1.7 (in 1.6's reserved bytes)
+	offDKVEvict = 772
 )
 
 // EncodeDecision writes d into dst[:DecisionSize] (every field of this
@@ -193,7 +210,8 @@ func EncodeDecision(dst []byte, d *Decision) error {
 	clear(b[offDReserved2:DecisionSize14])
 	// 1.6
 	le.PutUint32(b[offDDraft:], uint32(d.Draft))
-	clear(b[offDReserved3:DecisionSize16])
+	// 1.7
+	le.PutUint32(b[offDKVEvict:], uint32(d.KVEvict))
 	return nil
 }
 
@@ -261,6 +279,7 @@ func DecodeDecision(src []byte, d *Decision) error {
 	}
 	if n >= DecisionSize16 {
 		d.Draft = int32(le.Uint32(b[offDDraft:]))
+		d.KVEvict = int32(le.Uint32(b[offDKVEvict:])) // zero (leave) from a 1.6 writer
 	}
 	return nil
 }

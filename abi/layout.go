@@ -24,6 +24,7 @@ var (
 	v14 = Version{Major: 1, Minor: 4}
 	v15 = Version{Major: 1, Minor: 5}
 	v16 = Version{Major: 1, Minor: 6}
+	v17 = Version{Major: 1, Minor: 7}
 )
 
 // SensorsLayout returns the Sensors fields in offset order (a fresh slice).
@@ -89,6 +90,7 @@ func SensorsLayout() []Field {
 		{"layer_latency_pos", "LayerLatencyPos", offSLayerLatencyPos, "i32", 4, v16, PresentLatencyShape, "KV position (context tokens) at that pass"},
 		{"draft_state", "DraftState", offSDraftState, "i32", 4, v16, PresentDraft, "draft model: 0 none configured, 1 attached, 2 detached"},
 		{"draft_mb", "DraftMB", offSDraftMB, "f32", 4, v16, PresentDraft, "memory the draft holds now (resident weights + KV), MiB"},
+		{"kv_evict", "KVEvict", offSKVEvict, "i32", 4, v17, PresentEvict, "KV window eviction mode in force: 1 drop, 2 merge"},
 	}
 }
 
@@ -118,7 +120,7 @@ func DecisionLayout() []Field {
 		{"repack_layers", "RepackLayers", offDRepackLayers, "i32", 4, v14, 0, "layers to keep repacked, from layer 0 up, the output head last (n_layer + 1 = all); negative = leave as is"},
 		{"reserved2", "", offDReserved2, "u8[4]", 4, v14, 0, "zero"},
 		{"draft", "Draft", offDDraft, "i32", 4, v16, 0, "draft model: 0 leave as is, 1 attach, 2 detach and free its memory"},
-		{"reserved3", "", offDReserved3, "u8[4]", 4, v16, 0, "zero (reserved for the next minor)"},
+		{"kv_evict", "KVEvict", offDKVEvict, "i32", 4, v17, 0, "KV window eviction: 0 leave as is, 1 drop, 2 merge into the next visible position"},
 	}
 }
 
@@ -161,7 +163,7 @@ func presenceName(p Presence) string {
 		"ThermalStatus", "Temp", "Battery", "Charging", "TokPerSec",
 		"TokPerSecSmoothed", "AcceptRate", "CtxLen", "LayerLatency", "Tiers", "Current",
 		"SpecAccept", "SpecCost", "SpecKMax", "Manifest", "TokTarget", "CPUPSI", "CPULoad", "StepBaseline",
-		"Repack", "CPUBusy", "LatencyShape", "Draft",
+		"Repack", "CPUBusy", "LatencyShape", "Draft", "Evict",
 	}
 	for i, n := range names {
 		if p == 1<<i {

@@ -55,6 +55,9 @@ const (
 	// 1.6
 	PresentLatencyShape Presence = 1 << 32 // LayerLatencyBatch, LayerLatencyPos
 	PresentDraft        Presence = 1 << 33 // DraftState, DraftMB
+
+	// 1.7
+	PresentEvict Presence = 1 << 34 // KVEvict
 )
 
 // Presence bits each minor added; a reader clears a minor's bits when the
@@ -66,6 +69,7 @@ const (
 	presence14 = PresentRepack
 	presence15 = PresentCPUBusy
 	presence16 = PresentLatencyShape | PresentDraft
+	presence17 = PresentEvict
 )
 
 // Sensors is what the host tells a policy at each call: device readings,
@@ -234,6 +238,13 @@ type Sensors struct {
 	// DraftMB is the memory the draft holds now, MiB: its resident weights
 	// plus its KV cache (0 when detached).
 	DraftMB float32 `json:"draft_mb"`
+
+	// 1.7: what the KV window does with evicted positions.
+
+	// KVEvict is the eviction mode in force: EvictDrop (1) or EvictMerge
+	// (2, evicted K/V folded into the next visible position with a decay
+	// weight). Present only on engines that can merge.
+	KVEvict int32 `json:"kv_evict"`
 }
 
 // Values of Sensors.DraftState (ABI 1.6).

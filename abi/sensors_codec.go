@@ -91,6 +91,10 @@ const (
 	offSDraftState        = 1292
 	offSDraftMB           = 1296
 	// end = 1300 = SensorsSize16
+
+	// 1.7
+	offSKVEvict = 1300
+	// end = 1304 = SensorsSize17
 )
 
 // EncodeSensors writes s into dst[:SensorsSize] (every field of this
@@ -172,6 +176,8 @@ func EncodeSensors(dst []byte, s *Sensors) error {
 	le.PutUint32(b[offSLayerLatencyPos:], uint32(s.LayerLatencyPos))
 	le.PutUint32(b[offSDraftState:], uint32(s.DraftState))
 	putF32(b[offSDraftMB:], s.DraftMB)
+	// 1.7
+	le.PutUint32(b[offSKVEvict:], uint32(s.KVEvict))
 	return nil
 }
 
@@ -186,17 +192,19 @@ func EncodeSensorsSize(dst []byte, s *Sensors, size int) error {
 	case SensorsSize:
 		return EncodeSensors(dst, s)
 	case SensorsSize10:
-		mask = presence11 | presence12 | presence13 | presence14 | presence15 | presence16
+		mask = presence11 | presence12 | presence13 | presence14 | presence15 | presence16 | presence17
 	case SensorsSize11:
-		mask = presence12 | presence13 | presence14 | presence15 | presence16
+		mask = presence12 | presence13 | presence14 | presence15 | presence16 | presence17
 	case SensorsSize12:
-		mask = presence13 | presence14 | presence15 | presence16
+		mask = presence13 | presence14 | presence15 | presence16 | presence17
 	case SensorsSize13:
-		mask = presence14 | presence15 | presence16
+		mask = presence14 | presence15 | presence16 | presence17
 	case SensorsSize14:
-		mask = presence15 | presence16
+		mask = presence15 | presence16 | presence17
 	case SensorsSize15:
-		mask = presence16
+		mask = presence16 | presence17
+	case SensorsSize16:
+		mask = presence17
 	default:
 		return &Error{Kind: ErrBadSize, Struct: "Sensors", Got: size, Want: SensorsSize}
 	}
@@ -319,6 +327,12 @@ func DecodeSensors(src []byte, s *Sensors) error {
 	} else {
 		s.LayerLatencyBatch, s.LayerLatencyPos, s.DraftState, s.DraftMB = 0, 0, 0, 0
 		s.Present &^= presence16
+	}
+	if n >= SensorsSize17 {
+		s.KVEvict = int32(le.Uint32(b[offSKVEvict:]))
+	} else {
+		s.KVEvict = 0
+		s.Present &^= presence17
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import "strconv"
 // differs; minors only append fields (see ABI.md, "Versioning").
 const (
 	VersionMajor = 1
-	VersionMinor = 6
+	VersionMinor = 7
 )
 
 // Version is an ABI version as exported by a guest and carried in every
@@ -41,12 +41,13 @@ const (
 	SensorsSize14  = 1272 // 1.4: repacked weights
 	SensorsSize15  = 1284 // 1.5: CPU use over a span
 	SensorsSize16  = 1300 // 1.6: latency batch and position, draft state
+	SensorsSize17  = 1304 // 1.7: KV eviction mode
 	DecisionSize10 = 736  // 1.0
 	DecisionSize11 = 760  // 1.1: draft p_min, draft threads, CPU masks (1.2, 1.3: unchanged)
 	DecisionSize14 = 768  // 1.4: repacked layers (1.5: unchanged)
-	DecisionSize16 = 776  // 1.6: draft attach/detach, 4 reserved bytes
+	DecisionSize16 = 776  // 1.6: draft attach/detach, 4 reserved bytes (1.7: kv_evict in them)
 
-	SensorsSize  = SensorsSize16
+	SensorsSize  = SensorsSize17
 	DecisionSize = DecisionSize16
 )
 
@@ -89,6 +90,8 @@ func SensorsSizeFor(v Version) (int, error) {
 		return SensorsSize15, nil
 	case 6:
 		return SensorsSize16, nil
+	case 7:
+		return SensorsSize17, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Sensors", Got: int(v.Minor), Want: VersionMinor}
 }
@@ -105,7 +108,7 @@ func DecisionSizeFor(v Version) (int, error) {
 		return DecisionSize11, nil
 	case 4, 5:
 		return DecisionSize14, nil
-	case 6:
+	case 6, 7:
 		return DecisionSize16, nil
 	}
 	return 0, &Error{Kind: ErrMinorVersion, Struct: "Decision", Got: int(v.Minor), Want: VersionMinor}

@@ -24,8 +24,8 @@ type ActivationMemory struct {
 // memory with an allocator of its own; the session's decoding is not
 // changed. Other engines return an error.
 func MeasureActivations(sess Session, nTok, nKV int) (ActivationMemory, error) {
-	ns, ok := sess.(*native.Session)
-	if !ok {
+	ns := native.SessionOf(sess)
+	if ns == nil {
 		return ActivationMemory{}, fmt.Errorf("activation memory is measured on native-engine sessions only")
 	}
 	m, err := ns.ActivationMemory(nTok, nKV)

@@ -90,6 +90,9 @@ type Adapter struct {
 
 	ctx  int         // the session's context length
 	spec speculation // speculative decoding driven by the policy (adapt_spec.go), nil = none
+	// draft is the Draft the policy may detach and attach (ABI 1.6,
+	// draft_attach.go), nil = none.
+	draft draftSwitch
 	// repack is a raise of the repacked layers being carried out a few
 	// units per step (adapt_repack.go).
 	repack repackPacer
@@ -292,6 +295,8 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	}
 	a.fillSpec(s)
 	a.fillRepack(s)
+	a.fillDraft(s)
+	a.fillEvict(s)
 
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
@@ -318,20 +323,22 @@ func (a *Adapter) decide(step int, now time.Time) error {
 // abilities is what this session can change (policy.Apply's rule); the
 // adapter keeps it in can.
 func (a *Adapter) abilities() policy.Abilities {
-	caps := a.eng.Capabilities()
 	_, tiers := a.sess.(TierSwapper)
 	_, threads := a.sess.(ThreadSetter)
 	_, window := a.sess.(WindowSetter)
 	_, layerWindows := a.sess.(LayerWindowSetter)
 	_, layerBits := a.sess.(LayerSetter)
 	_, kvType := a.sess.(KVTypeSetter)
+	_, evict := a.sess.(EvictSetter)
 	return policy.Abilities{
-		Tier: tiers, Threads: threads, SpecK: caps.Speculative,
-		Window:       caps.SlidingWindow && window,
-		LayerWindows: caps.SlidingWindow && window && caps.PerLayerWindow && layerWindows,
-		LayerBits:    caps.PerLayerPrec && layerBits,
+		Tier: tiers, Threads: threads, SpecK: a.eng.Capabilities().Speculative,
+		Window:       window,
+		LayerWindows: window && layerWindows,
+		LayerBits:    layerBits,
 		KVType:       kvType && kvTypeLimits(a.eng) != nil,
 		Repack:       a.repackable != nil,
+		Draft:        a.draft != nil,
+		Evict:        window && evict,
 	}
 }
 
@@ -377,6 +384,9 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 	if d.Window != old.Window || d.Anchors != old.Anchors || d.LayerWindowScale != old.LayerWindowScale {
 		changes = a.applyWindow(step, &d, old, changes)
 	}
+	if d.KVEvict != old.KVEvict {
+		changes = a.applyEvict(step, &d, old, changes)
+	}
 	if d.LayerBits != old.LayerBits {
 		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
 			a.refused(step, "layer bits", d.LayerBits[0], err)
@@ -385,6 +395,7 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 			changes = append(changes, c)
 		}
 	}
+	changes = a.applyDraft(step, &d, changes) // before kv_type: a draft model's KV pins it
 	if d.KVType != old.KVType {
 		changes = a.applyKVType(step, &d, old, changes)
 	}
@@ -425,7 +436,7 @@ func (a *Adapter) applyWindow(step int, d *abi.Decision, old abi.Decision, chang
 	// otherwise the scales stay as they were.
 	scaled := d.LayerWindowScale != old.LayerWindowScale
 	var lw []int
-	if _, ok := a.sess.(LayerWindowSetter); ok && window > 0 && a.eng.Capabilities().PerLayerWindow {
+	if _, ok := a.sess.(LayerWindowSetter); ok && window > 0 {
 		lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
 	} else {
 		d.LayerWindowScale = old.LayerWindowScale

@@ -52,4 +52,9 @@ func fillLayerLatency(ls LayerLatencySampler, s *abi.Sensors) {
 	}
 	s.LayerCount = int32(min(len(ll.Layers), abi.MaxLayers))
 	s.Present |= abi.PresentLayerLatency
+	// What the sample was measured on (ABI 1.6): a verify batch of K+1
+	// tokens, or a pass deep in the context, is slower per layer than a
+	// plain step early on without anything being wrong.
+	s.LayerLatencyBatch, s.LayerLatencyPos = int32(ll.Tokens), int32(ll.Pos)
+	s.Present |= abi.PresentLatencyShape
 }

@@ -3,8 +3,6 @@ package host
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -13,15 +11,14 @@ import (
 	"github.com/edgellm/edgellm/host/policy"
 	"github.com/edgellm/edgellm/internal/cputime"
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 func buildPolicyWasm(tb testing.TB, name string) string {
 	tb.Helper()
-	out := filepath.Join(tb.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "../policies/"+name)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build policy %s: %v\n%s", name, err, b)
+	out, err := wasmbuild.Build("../policies/"+name, tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return out
 }
@@ -107,7 +104,12 @@ type overheadResult struct {
 	perCall, perStep time.Duration
 	// medCall is the median over runs of the median call's CPU time over
 	// the decode CPU time per step without the policy.
-	medCall  float64
+	medCall float64
+	// minCall is the least over runs of the same ratio: other processes
+	// only add to a call's CPU time (they evict its code and data from
+	// the shared caches), so the least-disturbed run is the estimate of
+	// its cost that a loaded machine does not inflate.
+	minCall  float64
 	failures int
 }
 
@@ -163,7 +165,7 @@ func measureOverhead(tb testing.TB, model string, n, reps int) overheadResult {
 	}
 	r.share, r.minShare, r.extra, r.whole = median(shares), slices.Min(shares), median(extras), median(wholes)
 	r.perCall, r.perStep = time.Duration(median(perCall)), time.Duration(median(perStep))
-	r.medCall = median(medCall)
+	r.medCall, r.minCall = median(medCall), slices.Min(medCall)
 	return r
 }
 func median(v []float64) float64 {
@@ -192,7 +194,10 @@ func median(v []float64) float64 {
 // readings, the Wasm call with its deadline, applying the decision) over
 // its CPU time in decode steps, per run, and the median call is the
 // median single call over the decode CPU time of a step; both are medians
-// over interleaved runs and both are bounded (above).
+// over interleaved runs. The share's median is bounded; the median call is
+// bounded in the least disturbed run (other processes only add to it: the
+// median over runs crossed 1.5% in 2 of 12 runs on a 2-core VM shared with
+// seven builds, on main and on a branch alike), and logged as a median.
 //
 // Where other jobs hold the CPUs (CPU pressure some avg10 ≥ 50%), they
 // also evict the policy path's code and data from the shared caches
@@ -201,15 +206,16 @@ func median(v []float64) float64 {
 // taskset -c 0), share 1.0-2.8% (3.94% once under taskset -c 0: device
 // readings of 100-500 µs land on single steps). There the median call is
 // bounded at 3% and the share at 5%; a path made 3% of a step slower (a
-// 17 µs spin added to BeforeStep) raises the median call by those 3% and
-// fails. The rest of the process (the deadline watchdog, the Go runtime's
+// 17 µs spin added to BeforeStep on a 550 µs step; a 40 µs spin on a
+// 1.3 ms step of the loaded Sapphire Rapids VM, pressure 99%: least
+// disturbed call 4.38%) raises the median call by those 3% and fails. The rest of the process (the deadline watchdog, the Go runtime's
 // monitor thread) is compared with and without the policy, pair by pair,
 // and logged with the whole-process CPU ratio: the monitor thread alone
 // varied by ±10 ms per 300 ms run there, more than the 1% asserted.
 func TestPolicyOverheadStories260K(t *testing.T) {
 	r := measureOverhead(t, sharedtest.Stories260K(t), 512, 7)
-	t.Logf("stories260K, 512 tokens, default policy every %d step(s): per step %v in the policy path, %v decoding (CPU); policy share of decode CPU median %.2f%% (min %.2f%%); median call %.2f%% of a step; other threads %+.2f%%; whole process with/without %.4f; %d failures",
-		DefaultCadence, r.perCall, r.perStep, 100*r.share, 100*r.minShare, 100*r.medCall, 100*r.extra, r.whole, r.failures)
+	t.Logf("stories260K, 512 tokens, default policy every %d step(s): per step %v in the policy path, %v decoding (CPU); policy share of decode CPU median %.2f%% (min %.2f%%); median call %.2f%% of a step (least disturbed run %.2f%%); other threads %+.2f%%; whole process with/without %.4f; %d failures",
+		DefaultCadence, r.perCall, r.perStep, 100*r.share, 100*r.minShare, 100*r.medCall, 100*r.minCall, 100*r.extra, r.whole, r.failures)
 	if r.failures != 0 {
 		t.Errorf("%d policy calls failed", r.failures)
 	}
@@ -218,11 +224,11 @@ func TestPolicyOverheadStories260K(t *testing.T) {
 		callBound, shareBound = 0.03, 0.05
 		t.Logf("CPU pressure some avg10 %.0f%%: contended caches, bounds %.0f%% (median call) and %.0f%% (share)", psi, 100*callBound, 100*shareBound)
 	}
-	if r.medCall > callBound {
-		t.Errorf("the median policy call takes %.2f%% of a decode step's CPU time, want ≤ %.0f%%", 100*r.medCall, 100*callBound)
+	if r.minCall > callBound {
+		t.Errorf("the median policy call takes %.2f%% of a decode step's CPU time in the least disturbed of the runs (median over runs %.2f%%), want ≤ %.1f%%", 100*r.minCall, 100*r.medCall, 100*callBound)
 	}
 	if r.share > shareBound {
-		t.Errorf("the policy path takes %.2f%% of decode CPU time (median over runs), want ≤ %.0f%%", 100*r.share, 100*shareBound)
+		t.Errorf("the policy path takes %.2f%% of decode CPU time (median over runs), want ≤ %.1f%%", 100*r.share, 100*shareBound)
 	}
 }
 

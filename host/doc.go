@@ -10,7 +10,7 @@
 //	host.SetLog(os.Stderr, host.LogError)   // llama.cpp's own messages
 //	eng, err := host.Load(path, host.LoadOptions{})
 //	defer eng.Close()
-//	sess, err := eng.NewSession(host.SessionConfig{NCtx: 2048})
+//	sess, err := eng.NewSession(host.SessionConfig{} // NCtx 0: min(2048, the model's))
 //	defer sess.Close()
 //	a, err := host.AttachPolicy(ctx, sess, host.PolicyOptions{
 //		Path: "policy.tar.gz", Config: &cfg, Sensors: "live"})
@@ -40,8 +40,10 @@
 // mid-generation with KV migration). What a session can change while
 // decoding is what it implements: TierSwapper, ThreadSetter, WindowSetter,
 // LayerWindowSetter, LayerSetter, KVTypeSetter, RepackSetter (the native
-// engine with LoadOptions.Repack: how many layers use their repacked copy);
-// Engine.Capabilities says the same for the engine.
+// engine with LoadOptions.Repack: how many layers use their repacked copy),
+// each only when the ability is real (a session of a model loaded without
+// a tier ladder is no TierSwapper). Engine.Capabilities says what no
+// session method does: whether the engine decodes speculatively.
 //
 // AttachDraft attaches speculative decoding to a native-engine session (a
 // draft of the model's first layers, a lower-precision weight set, prompt

@@ -72,6 +72,17 @@ type Draft struct {
 	spec string         // the spec in canonical form
 }
 
+// DraftModelPath is the model file a draft spec names ("" for skip:N,
+// self:TYPE and ngram, which run on the target's own weights, and for a
+// spec that does not parse: AttachDraft reports that).
+func DraftModelPath(spec string) string {
+	s, err := native.ParseDraftSpec(spec)
+	if err != nil || s.Kind != native.DraftModel {
+		return ""
+	}
+	return s.Path
+}
+
 // AttachDraft attaches a draft to sess, a session of eng (Start, or
 // Generate with the Draft, prefills the prompt). A session with a Draft is
 // a conversation: Generate calls with the Draft continue it. skip:N,
@@ -85,8 +96,8 @@ type Draft struct {
 // vocabulary) is a one-line error naming it.
 func AttachDraft(eng Engine, sess Session, o DraftOptions) (*Draft, error) {
 	ne, ok1 := eng.(*native.Engine)
-	ns, ok2 := sess.(*native.Session)
-	if !ok1 || !ok2 {
+	ns := native.SessionOf(sess)
+	if !ok1 || ns == nil {
 		return nil, fmt.Errorf("%w (this model runs on %s)", ErrDraftEngine, eng.Name())
 	}
 	spec, err := native.ParseDraftSpec(o.Spec)
@@ -110,6 +121,7 @@ func AttachDraft(eng Engine, sess Session, o DraftOptions) (*Draft, error) {
 	d.sp.SetAuto(o.Auto && o.Policy == nil)
 	if o.Policy != nil {
 		o.Policy.attachSpeculation(d.sp)
+		o.Policy.draft, o.Policy.haveCan = d, false // ABI 1.6: the policy may detach and attach it
 	}
 	return d, nil
 }

@@ -23,7 +23,7 @@ func newDraftStepper(sess Session, opts GenerateOptions) (*draftStepper, error) 
 	switch {
 	case d.sp == nil:
 		return nil, errors.New("GenerateOptions.Draft is closed")
-	case Session(d.sess) != sess:
+	case !sessionIs(sess, d.sess):
 		return nil, errors.New("GenerateOptions.Draft is attached to another session")
 	case opts.OnLogits != nil:
 		return nil, errors.New("GenerateOptions.OnLogits with a Draft: speculative rounds sample inside the Draft")

@@ -19,7 +19,8 @@ type (
 	ModelInfo = engine.ModelInfo
 	// SessionConfig configures a Session.
 	SessionConfig = engine.SessionConfig
-	// Capabilities is what an engine can change while decoding.
+	// Capabilities is what an engine can do that no session method says
+	// (speculative decoding).
 	Capabilities = engine.Capabilities
 	// LogitsMode selects which batch positions keep logits.
 	LogitsMode = engine.LogitsMode

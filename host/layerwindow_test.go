@@ -30,7 +30,7 @@ func TestAdapterLayerWindows(t *testing.T) {
 	defer sess.Close()
 	var log strings.Builder
 	a := newAdapter(nil, nil, eng, sess, SessionConfig{NCtx: nCtx, Threads: 1, KVType: KVF16}, &log)
-	ns := sess.(*native.Session)
+	ns := native.SessionOf(sess)
 	tests := []struct {
 		name    string
 		window  int32

@@ -116,3 +116,7 @@ const (
 	WillNeedAll  = engine.WillNeedAll
 	WillNeedNone = engine.WillNeedNone
 )
+
+// sessionIs reports whether s is the native session ns (NewSession hands
+// out a wrapper of it: native.SessionOf).
+func sessionIs(s Session, ns *native.Session) bool { return native.SessionOf(s) == ns }

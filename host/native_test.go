@@ -20,12 +20,12 @@ func TestAdapterLayerBits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	if !eng.Capabilities().PerLayerPrec {
-		t.Fatal("PerLayerPrec false with layer sets")
-	}
 	sess, err := eng.NewSession(SessionConfig{NCtx: 64, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := sess.(LayerSetter); !ok {
+		t.Fatal("no LayerSetter with layer sets")
 	}
 	defer sess.Close()
 	a := &Adapter{eng: eng, sess: sess, ctx: 64}

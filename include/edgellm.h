@@ -145,7 +145,8 @@ struct edgellm_engine_params {
 
 struct edgellm_session_params {
     uint32_t size;       /* sizeof(struct edgellm_session_params) */
-    int32_t n_ctx;       /* context length; 0: min(2048, the model's) */
+    int32_t n_ctx;       /* context length; 0: min(2048, the model's); above
+                          * the model's: EDGELLM_ERR_INVALID_ARGUMENT */
     int32_t n_threads;   /* 0: the CPUs this process may use */
     const char *kv_type; /* "f16" (NULL), "q8_0", "q4_0" */
 };

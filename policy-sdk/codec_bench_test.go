@@ -10,7 +10,7 @@ import (
 
 	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/policy"
-	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // BenchmarkGuestCodec compares, in one run, a guest built with the wire

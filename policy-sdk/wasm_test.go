@@ -17,8 +17,8 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/edgellm/edgellm/abi"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 	sdk "github.com/edgellm/edgellm/policy-sdk"
-	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
 )
 
 // guest is a test policy instantiated in wazero (compiler mode), called

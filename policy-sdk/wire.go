@@ -21,30 +21,30 @@ import (
 // the same sizes in the wire struct and the Go struct, shifted by a constant:
 //
 //	Sensors  wire [8, 121)    present … cur_kv_type         Go offset = wire − 8
-//	Sensors  wire [128, 1300) layer_latency_us … draft_mb   Go offset = wire − 12
+//	Sensors  wire [128, 1304) layer_latency_us … kv_evict   Go offset = wire − 12
 //	Decision wire [8, 32)     tier … cadence_steps          Go offset = wire − 8
 //	Decision wire [96, 224)   layer_bits
 //	Decision wire [224, 764)  layer_window_scale … repack_layers   Go offset = wire − 16
 //
-// Every field that later minors appended (1.1–1.6) lies in the last span of
+// Every field that later minors appended (1.1–1.7) lies in the last span of
 // each struct, at naturally aligned offsets, so the spans stay contiguous,
 // except the Decision's: its last span ends before 1.4's 4 reserved bytes
 // [764, 768), which the encoder writes as zero and the decoder ignores, and
-// 1.6's draft (wire 768) is moved as a single field, followed by 4 more
-// reserved bytes [772, 776).
+// 1.6's draft (wire 768) and 1.7's kv_evict (wire 772, in the 4 bytes 1.6
+// reserved) are moved as single fields.
 //
 // wire_test.go checks every field of both structs against abi's layout table
 // (offset, size) and the Go struct (reflect offsets), and that the result
 // equals abi's codec on random input. The compile-time checks below make a
 // guest build fail if the span ends move.
 
-// Wire offsets of the spans and single fields the codec touches (ABI 1.6).
+// Wire offsets of the spans and single fields the codec touches (ABI 1.7).
 const (
 	wsPrefix      = 8   // present
 	wsPrefixEnd   = 121 // end of cur_kv_type
 	wsLowMemory   = 44  // bool on the wire: any nonzero byte is true
 	wsCharging    = 47  // bool on the wire
-	wsArrays      = 128 // layer_latency_us, cur_layer_bits and the 1.1–1.6 fields up to SensorsSize
+	wsArrays      = 128 // layer_latency_us, cur_layer_bits and the 1.1–1.7 fields up to SensorsSize
 	wdScalars     = 8   // tier … cadence_steps, six i32
 	wdScalarsEnd  = 32
 	wdKVType      = 32
@@ -54,7 +54,8 @@ const (
 	wdLayerBits   = 96
 	wdWindowScale = 224
 	wdScaleEnd    = 764 // end of repack_layers; 4 reserved bytes follow
-	wdDraft       = 768 // draft (1.6); 4 reserved bytes follow up to DecisionSize
+	wdDraft       = 768 // draft (1.6)
+	wdKVEvict     = 772 // kv_evict (1.7), up to DecisionSize
 )
 
 // Compile-time span checks: an index into [1]struct{} must be the constant 0,
@@ -64,11 +65,12 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.Present)+wsPrefix-wsPrefix]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.CurKVType)+1+wsPrefix-wsPrefixEnd]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.LayerLatencyUS)+12-wsArrays]
-	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.DraftMB)+4+12-abi.SensorsSize]
+	_ = [1]struct{}{}[unsafe.Offsetof(abi.Sensors{}.KVEvict)+4+12-abi.SensorsSize]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.LayerWindowScale)+16-wdWindowScale]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.RepackLayers)+4+16-wdScaleEnd]
 	_ = [1]struct{}{}[wdDraft-4-wdScaleEnd]
-	_ = [1]struct{}{}[abi.DecisionSize-8-wdDraft]
+	_ = [1]struct{}{}[wdKVEvict-4-wdDraft]
+	_ = [1]struct{}{}[abi.DecisionSize-4-wdKVEvict]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.Tier)+wdScalars-wdScalars]
 	_ = [1]struct{}{}[unsafe.Offsetof(abi.Decision{}.CadenceSteps)+4+wdScalars-wdScalarsEnd]
 )
@@ -131,6 +133,7 @@ func wireDecodeDecision(src []byte, d *abi.Decision) error {
 	d.LayerBits = [abi.MaxLayers]byte(w[wdLayerBits:wdWindowScale])
 	*(*decScale)(at(d, unsafe.Offsetof(d.LayerWindowScale))) = decScale(w[wdWindowScale:wdScaleEnd])
 	d.Draft = int32(le.Uint32(w[wdDraft:]))
+	d.KVEvict = int32(le.Uint32(w[wdKVEvict:]))
 	return nil
 }
 
@@ -154,6 +157,6 @@ func wireEncodeDecision(dst []byte, d *abi.Decision) error {
 	*(*decScale)(w[wdWindowScale:wdScaleEnd]) = *(*decScale)(at(d, unsafe.Offsetof(d.LayerWindowScale)))
 	*(*[wdDraft - wdScaleEnd]byte)(w[wdScaleEnd:]) = [wdDraft - wdScaleEnd]byte{} // reserved
 	le.PutUint32(w[wdDraft:], uint32(d.Draft))
-	*(*[abi.DecisionSize - wdDraft - 4]byte)(w[wdDraft+4:]) = [abi.DecisionSize - wdDraft - 4]byte{} // reserved
+	le.PutUint32(w[wdKVEvict:], uint32(d.KVEvict))
 	return nil
 }

@@ -38,7 +38,7 @@ func TestWireLayout(t *testing.T) {
 			spans: []span{{wdScalars, wdScalarsEnd, 8}, {wdWindowScale, wdScaleEnd, 16}},
 			single: map[string]int{
 				"kv_type": wdKVType, "reason_len": wdReasonLen, "reason_code": wdReasonCode,
-				"reason_text": wdReasonText, "layer_bits": wdLayerBits, "draft": wdDraft,
+				"reason_text": wdReasonText, "layer_bits": wdLayerBits, "draft": wdDraft, "kv_evict": wdKVEvict,
 			},
 		},
 	} {

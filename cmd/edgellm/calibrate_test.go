@@ -91,3 +91,17 @@ func TestCalibrateCLI(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestProofTitle: the proof plot's title names the model it was run on
+// (issue #30: it was hard-coded to one model), from general.name or else
+// the base weight set's file, and the judging text.
+func TestProofTitle(t *testing.T) {
+	m := &precision.Manifest{Model: precision.Model{Name: "SmolLM2-135M"}}
+	if got := proofTitle(m, "/x/held-out.txt"); !strings.HasPrefix(got, "SmolLM2-135M: ") || !strings.Contains(got, "held-out.txt") {
+		t.Errorf("title %q", got)
+	}
+	m = &precision.Manifest{Sets: []precision.Set{{File: "q4.gguf"}, {File: "base-f32.gguf", Base: true}}}
+	if got := proofTitle(m, "b.txt"); !strings.HasPrefix(got, "base-f32.gguf: ") || strings.Contains(got, "stories260K") {
+		t.Errorf("title %q", got)
+	}
+}

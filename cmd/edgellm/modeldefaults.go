@@ -6,7 +6,6 @@ import (
 
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/native"
 )
 
 // Defaults that fit the model. A default the user did not set must never be
@@ -42,16 +41,16 @@ func (l ctxLimit) withDraft(draft string) (ctxLimit, error) {
 	if draft == "" {
 		return l, nil
 	}
-	spec, err := native.ParseDraftSpec(draft)
-	if err != nil || spec.Kind != native.DraftModel {
+	path := host.DraftModelPath(draft)
+	if path == "" {
 		return l, nil
 	}
-	train, err := modelTrainCtx(spec.Path)
+	train, err := modelTrainCtx(path)
 	if err != nil {
 		return l, fmt.Errorf("--draft: %w", err)
 	}
 	if train > 0 && train < l.train {
-		return ctxLimit{train, "the draft " + spec.Path}, nil
+		return ctxLimit{train, "the draft " + path}, nil
 	}
 	return l, nil
 }

@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 	"github.com/spf13/pflag"
 )
 
@@ -71,7 +71,7 @@ func runPolicyTest(c *cmdEnv, args []string) error {
 	}
 	defer os.RemoveAll(tmp)
 	wasm := filepath.Join(tmp, "policy.wasm")
-	gobin := goCommand()
+	gobin := wasmbuild.GoTool()
 
 	c.Logf("building %s to %s", dir, wasm)
 	if isAssemblyScriptPolicy(dir) {
@@ -79,12 +79,8 @@ func runPolicyTest(c *cmdEnv, args []string) error {
 			return err
 		}
 	} else {
-		build := exec.CommandContext(c.Ctx, gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", wasm, ".")
-		build.Dir = dir
-		build.Env = append(envWithout(os.Environ(), "GOOS", "GOARCH", "CGO_ENABLED", "GOFLAGS"),
-			"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s to wasm: %v: %s", dir, err, strings.TrimSpace(string(out)))
+		if err := wasmbuild.BuildFile(c.Ctx, dir, wasm); err != nil {
+			return err
 		}
 	}
 
@@ -173,15 +169,6 @@ func summarizeGoTest(r io.Reader, log io.Writer, verbose bool) goTestSummary {
 	}
 	sort.Strings(s.failed)
 	return s
-}
-
-func goCommand() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); runtime.GOROOT() != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "go"
 }
 
 func envWithout(env []string, keys ...string) []string {

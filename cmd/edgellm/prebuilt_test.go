@@ -4,7 +4,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // prebuiltPolicies builds the builtin policies the scenarios name into one
@@ -33,12 +33,8 @@ func prebuiltPolicies(t *testing.T) string {
 		}
 		prebuilt.dir = dir
 		for _, name := range []string{"default", "static"} {
-			out := filepath.Join(dir, name+".wasm")
-			cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
-			cmd.Dir = filepath.Join("..", "..", "policies", name)
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				prebuilt.err = &buildError{name, err, strings.TrimSpace(string(b))}
+			if _, err := wasmbuild.Build(filepath.Join("..", "..", "policies", name), dir); err != nil {
+				prebuilt.err = err
 				return
 			}
 		}
@@ -47,16 +43,6 @@ func prebuiltPolicies(t *testing.T) string {
 		t.Fatal(prebuilt.err)
 	}
 	return prebuilt.dir
-}
-
-type buildError struct {
-	name string
-	err  error
-	out  string
-}
-
-func (e *buildError) Error() string {
-	return "build policy " + e.name + ": " + e.err.Error() + ": " + e.out
 }
 
 // removePrebuilt is called by TestMain after the tests.

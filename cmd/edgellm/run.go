@@ -165,7 +165,8 @@ func runRun(c *cmdEnv, args []string) error {
 	if err := applyWindow(c, o.windowOptions, eng, sess, o.Ctx, o.policyOptions.enabled()); err != nil {
 		return err
 	}
-	prompt, err := runPrompt(c, eng.Vocab(), &o, o.policyOptions.enabled() && eng.Capabilities().SlidingWindow)
+	_, windowed := sess.(host.WindowSetter)
+	prompt, err := runPrompt(c, eng.Vocab(), &o, o.policyOptions.enabled() && windowed)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func runRun(c *cmdEnv, args []string) error {
 	out.started = true
 	gen.Prompt, gen.Emit = prompt, out.emit
 	if o.Draft != "" {
-		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, gen))
+		return endLine(out.out, runSpec(c, o.specOptions, adapter, len(o.plan.at) > 0, eng, sess, gen, out.stats))
 	}
 	out.stats.begin(len(prompt), adapter)
 	st, err := host.Generate(c.Ctx, sess, gen)

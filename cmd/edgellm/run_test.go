@@ -2,13 +2,13 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // The golden end-to-end test: stories260K, greedy from BOS, 64 tokens.
@@ -160,11 +160,9 @@ func TestRunWithPolicy(t *testing.T) {
 // buildPolicy compiles policies/NAME to WebAssembly in a temp dir.
 func buildPolicy(t *testing.T, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "../../policies/"+name)
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build policy %s: %v\n%s", name, err, b)
+	out, err := wasmbuild.Build("../../policies/"+name, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -213,11 +211,9 @@ func TestRunThreadsCap(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("one CPU: no policy can raise past one thread here")
 	}
-	wasm := filepath.Join(t.TempDir(), "morethreads.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", wasm, "./testdata/morethreads")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build test policy: %v\n%s", err, b)
+	wasm, err := wasmbuild.Build("./testdata/morethreads", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	model := sharedtest.Stories260K(t)
 	_, errs, code := runCLI(t, "run", "-m", model, "--policy", wasm, "--policy-insecure", "-n", "8", "--temp", "0", "--threads", "1")

@@ -72,8 +72,10 @@ func endLine(out *bufio.Writer, err error) error {
 
 // runSpec generates with speculative decoding (host.Generate with a
 // Draft) and prints the acceptance, mean accepted length and draft/verify
-// time split at the end. gen carries run's prompt, output and step hook.
-func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, gen host.GenerateOptions) error {
+// time split at the end. gen carries run's prompt, output and step hook;
+// stats (nil: no --stats-json) gets the start, one round record per
+// speculative round and the end.
+func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng host.Engine, sess host.Session, gen host.GenerateOptions, stats *runStats) error {
 	if swaps {
 		return usagef("--draft and --swap-at cannot be combined")
 	}
@@ -91,7 +93,12 @@ func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng ho
 	}
 	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, kDesc, s.KVBytes())
 	gen.Draft = s
+	rounds := roundStats{stats: stats, d: s}
+	gen.BeforeStep = rounds.hook(gen.BeforeStep)
+	stats.begin(len(gen.Prompt), adapter)
 	gs, err := host.Generate(c.Ctx, sess, gen)
+	rounds.record(gs.GeneratedTokens)
+	stats.end(gs, err)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/edgellm/edgellm/cmd/edgellm/internal/runstats"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
@@ -19,18 +22,21 @@ func TestRunDraft(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plain: exit %d: %s", code, errs)
 	}
-	spec, errs, code := runCLI(t, append(base, "--draft", filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), "--spec-k", "12")...)
+	statsPath := filepath.Join(t.TempDir(), "stats.jsonl")
+	spec, errs, code := runCLI(t, append(base, "--draft", filepath.Join(d, "stories260K-ff192-Q8_0.gguf"), "--spec-k", "12", "--stats-json", statsPath)...)
 	if code != 0 {
 		t.Fatalf("--draft: exit %d: %s", code, errs)
 	}
 	if spec != plain {
 		t.Fatalf("speculative text differs from plain:\n%q\n%q", spec, plain)
 	}
-	for _, want := range []string{"--spec-k 12 is above the maximum 8: using 8", "acceptance", "mean accepted length", "draft", "verify"} {
+	// The header names the K in force after clamping (issue #30).
+	for _, want := range []string{"--spec-k 12 is above the maximum 8: using 8", ", K 8, draft KV", "acceptance", "mean accepted length", "draft", "verify"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q: %s", want, errs)
 		}
 	}
+	checkDraftStats(t, statsPath, 48)
 	for _, c := range []struct{ draft, want string }{
 		{"skip:5", "skip:5"},
 		{"self:q4_0", "self:q4_0"},
@@ -79,5 +85,49 @@ func stripPolicyLines(s string) string {
 			return s
 		}
 		s = s[:i] + s[i+j+1:]
+	}
+}
+
+// checkDraftStats: --stats-json with --draft has a start, one token record
+// per generated token, round records whose tokens tile the generation after
+// the first token (each round yields accepted + 1 tokens, the last one
+// possibly cut at -n) with K 8 and no more accepted than drafted, and an
+// end record.
+func checkDraftStats(t *testing.T, path string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	var rounds []runstats.Event
+	tokens := 0
+	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		ev, err := runstats.Parse(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kinds) == 0 || kinds[len(kinds)-1] != ev.Event {
+			kinds = append(kinds, ev.Event)
+		}
+		switch ev.Event {
+		case runstats.Token:
+			tokens++
+		case runstats.Round:
+			rounds = append(rounds, ev)
+		}
+	}
+	if kinds[0] != runstats.Start || kinds[len(kinds)-1] != runstats.End || tokens != n || len(rounds) == 0 {
+		t.Fatalf("events %v, %d tokens, %d rounds", kinds, tokens, len(rounds))
+	}
+	next := 1
+	for _, r := range rounds {
+		if r.I != next || r.K != 8 || r.Accepted > r.Drafted || r.Drafted > 8 {
+			t.Fatalf("round %+v, want i %d, k 8", r, next)
+		}
+		next += r.Accepted + 1
+	}
+	if next < n {
+		t.Fatalf("rounds end at token %d of %d", next, n)
 	}
 }

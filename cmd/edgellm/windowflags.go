@@ -16,12 +16,14 @@ func addWindowFlags(fs *pflag.FlagSet) {
 	fs.Int("window", 0, "keep only the most recent N positions of the KV cache plus --anchors; generation may then run past --ctx (0 = the whole context; native engine)")
 	fs.Int("anchors", 0, "with --window: keep the first A positions too (attention sinks)")
 	fs.String("layer-windows", "", "with --window: one window per layer, comma-separated (each 1..--window)")
+	fs.String("evict", "drop", "with --window: what happens to a position leaving the window: drop, or merge it into the next (F16/F32 KV)")
 }
 
 type windowOptions struct {
 	Window       int    `koanf:"window"`
 	Anchors      int    `koanf:"anchors"`
 	LayerWindows string `koanf:"layer-windows"`
+	Evict        string `koanf:"evict"`
 }
 
 func (o windowOptions) set() bool { return o.Window != 0 || o.Anchors != 0 || o.LayerWindows != "" }
@@ -30,6 +32,9 @@ func (o windowOptions) set() bool { return o.Window != 0 || o.Anchors != 0 || o.
 // validated (non-negative, within the context, an engine that can evict)
 // and applies them to sess. withPolicy: a policy owns the window then.
 func applyWindow(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session, nCtx int, withPolicy bool) error {
+	if err := applyEvict(c, o, eng, sess, withPolicy); err != nil {
+		return err
+	}
 	if !o.set() {
 		return nil
 	}
@@ -45,9 +50,8 @@ func applyWindow(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session,
 	case o.Anchors+o.Window+1 > nCtx:
 		return usagef("--anchors %d + --window %d + 1 exceed --ctx %d", o.Anchors, o.Window, nCtx)
 	}
-	caps := eng.Capabilities()
 	ws, ok := sess.(host.WindowSetter)
-	if !caps.SlidingWindow || !ok {
+	if !ok {
 		return usagef("--window: engine %s has no sliding KV window (use --engine native)", eng.Name())
 	}
 	if o.LayerWindows == "" {
@@ -58,7 +62,7 @@ func applyWindow(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session,
 		return nil
 	}
 	lws, ok := sess.(host.LayerWindowSetter)
-	if !caps.PerLayerWindow || !ok {
+	if !ok {
 		return usagef("--layer-windows: engine %s has no per-layer windows", eng.Name())
 	}
 	parts := strings.Split(o.LayerWindows, ",")
@@ -77,5 +81,24 @@ func applyWindow(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session,
 		return fmt.Errorf("--layer-windows: %w", err)
 	}
 	c.Logf("KV windows per layer: %v + %d anchors", lw, o.Anchors)
+	return nil
+}
+
+// applyEvict sets --evict: for the window of the flags or of a policy.
+func applyEvict(c *cmdEnv, o windowOptions, eng host.Engine, sess host.Session, withPolicy bool) error {
+	if o.Evict == "" || o.Evict == "drop" {
+		return nil
+	}
+	if !o.set() && !withPolicy {
+		return usagef("--evict %s needs --window or --policy", o.Evict)
+	}
+	es, ok := sess.(host.EvictSetter)
+	if !ok {
+		return usagef("--evict %s: engine %s cannot merge evicted positions (use --engine native)", o.Evict, eng.Name())
+	}
+	if err := es.SetEvictMode(o.Evict); err != nil {
+		return usagef("--evict %s: %v", o.Evict, err)
+	}
+	c.Logf("KV eviction: %s", o.Evict)
 	return nil
 }

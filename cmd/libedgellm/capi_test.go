@@ -18,6 +18,7 @@ import (
 	"github.com/edgellm/edgellm/host/policy"
 	"github.com/edgellm/edgellm/host/policy/update"
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // TestCAPI builds libedgellm.so, compiles testdata/capi_test.c against it
@@ -339,11 +340,9 @@ func tufRepo(t *testing.T, wasmPath string) (string, string) {
 // fresh key and returns the two bundle directories and the public key file.
 func signedBundles(t *testing.T, dir string) ([2]string, string) {
 	t.Helper()
-	wasmPath := filepath.Join(dir, "default.wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", wasmPath, "../../policies/default")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the default policy: %v\n%s", err, b)
+	wasmPath, err := wasmbuild.Build("../../policies/default", dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {

@@ -202,15 +202,13 @@ func ParseAttention(s string) (Attention, error) {
 	return 0, errors.New("unknown attention " + `"` + s + `"` + " (want auto, flash or classic)")
 }
 
-// Capabilities is what an engine can change while decoding; the host clamps
-// a policy's decisions to them. Tier swaps and thread counts are not listed:
-// they are what a session implements (TierSwapper, and a SetThreads method).
-// The KV type is fixed per session on llamacpp; native sessions requantize
-// theirs between steps (host.KVTypeSetter).
+// Capabilities is what an engine can do that no session method says:
+// speculative decoding, which a draft attached to a session brings. What a
+// session can change while decoding (tier, threads, window, per-layer
+// windows and weight sets, KV type, repacked layers) is what the session
+// implements, and only when the ability is real: the setter interfaces are
+// the one source of truth, and no flag here repeats one.
 type Capabilities struct {
-	PerLayerPrec   bool // per-layer weight precision (several weight sets)
-	SlidingWindow  bool // ring KV with anchors
-	PerLayerWindow bool // each layer its own window
 	// Speculative is true when the engine can decode speculatively, with up
 	// to MaxSpeculativeK draft tokens a step, once a draft is attached (the
 	// native engine; host.AttachDraft).
@@ -260,6 +258,7 @@ type WeightSet struct {
 type LayerLatency struct {
 	Step   int       // Decode count at the sample (1-based)
 	Tokens int       // tokens in the sampled batch
+	Pos    int       // KV position of the batch's first token (context tokens before it)
 	Layers []float64 // per-layer time, µs
 	// Embed and Head are the time before layer 0 (embedding lookup) and
 	// after the last layer (output norm and head), µs; Total is the whole

@@ -15,11 +15,12 @@ type Abilities struct {
 	LayerBits    bool // per-layer weight precision
 	Repack       bool // repacked weights: RepackLayers (ABI 1.4)
 	Draft        bool // detach and re-attach a draft model: Draft (ABI 1.6)
+	Evict        bool // merge or drop what the KV window evicts: KVEvict (ABI 1.7)
 }
 
 // AllAbilities is an engine that can change every field: policytest's
 // simulated engine.
-var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true, Repack: true, Draft: true}
+var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: true, LayerWindows: true, Threads: true, KVType: true, LayerBits: true, Repack: true, Draft: true, Evict: true}
 
 // Apply is the decision in force after an engine with the abilities can
 // applied d over cur, the decision in force before. It is the one rule the
@@ -29,7 +30,8 @@ var AllAbilities = Abilities{Tier: true, SpecK: true, CPUMask: true, Window: tru
 //   - the ABI's "leave as is" values keep cur's value: KVUnknown, a
 //     LayerBits entry of 0, Threads 0 (the host default: the count in
 //     force), 0 in SpecPMin, DraftThreads, DraftCPUMask and
-//     VerifyCPUMask, a negative RepackLayers, and DraftLeave in Draft;
+//     VerifyCPUMask, a negative RepackLayers, DraftLeave in Draft and
+//     EvictLeave in KVEvict;
 //   - Draft is a request, not a state: the result carries the engine's
 //     answer to it (DraftAttach or DraftDetach) or DraftLeave;
 //   - LayerWindowScale is taken whole: a 0 entry leaves that layer at the
@@ -66,6 +68,9 @@ func Apply(cur, d abi.Decision, can Abilities) abi.Decision {
 	n.Draft = abi.DraftLeave
 	if can.Draft && (d.Draft == abi.DraftAttach || d.Draft == abi.DraftDetach) {
 		n.Draft = d.Draft
+	}
+	if can.Evict && (d.KVEvict == abi.EvictDrop || d.KVEvict == abi.EvictMerge) {
+		n.KVEvict = d.KVEvict
 	}
 	if can.KVType && d.KVType != abi.KVUnknown {
 		n.KVType = d.KVType

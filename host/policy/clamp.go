@@ -89,9 +89,10 @@ const (
 	ClampCPUMask
 	ClampRepackLayers
 	ClampDraft
+	ClampKVEvict
 )
 
-var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask", "repack_layers", "draft"}
+var clampNames = [...]string{"tier", "spec_k", "window", "anchors", "threads", "cadence_steps", "kv_type", "layer_bits", "layer_window_scale", "spec_p_min", "draft_threads", "cpu_mask", "repack_layers", "draft", "kv_evict"}
 
 // Names lists the clamped fields by their ABI names.
 func (c ClampSet) Names() []string {
@@ -184,6 +185,11 @@ func (l *Limits) clamp(d, cur *abi.Decision, kvMask uint8) ClampSet {
 	if d.Draft != abi.DraftLeave && d.Draft != abi.DraftAttach && d.Draft != abi.DraftDetach {
 		d.Draft = abi.DraftLeave
 		c |= ClampDraft
+	}
+	// KVEvict (1.7): 0 leave, 1 drop, 2 merge; anything else leaves it.
+	if d.KVEvict != abi.EvictLeave && d.KVEvict != abi.EvictDrop && d.KVEvict != abi.EvictMerge {
+		d.KVEvict = abi.EvictLeave
+		c |= ClampKVEvict
 	}
 	if d.SpecPMin > 1 {
 		d.SpecPMin = 1

@@ -43,7 +43,7 @@ func NewRunner(eng *native.Engine, tokens []int32, chunk, threads int) (*Runner,
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{Sess: s.(*native.Session), Tokens: tokens, Chunk: chunk, NBatch: nb, logits: make([]float32, cfg.NVocab)}
+	r := &Runner{Sess: native.SessionOf(s), Tokens: tokens, Chunk: chunk, NBatch: nb, logits: make([]float32, cfg.NVocab)}
 	if n := r.Scored(); n < MinScored {
 		s.Close()
 		return nil, fmt.Errorf("%w: %d tokens give %d scored positions, want ≥ %d", ErrTextTooShort, len(tokens), n, MinScored)

@@ -112,9 +112,9 @@ func (v currentVocab) NVocab() int                        { return v.e.vocab.NVo
 // Model returns the underlying kernels model (the current tier's).
 func (e *Engine) Model() *kernels.Model { return e.model }
 
-// Capabilities: none of the in-session changes of the native engine. Tier
-// swaps (with KV migration) are what a ladder's Session implements
-// (engine.TierSwapper).
+// Capabilities: no speculative decoding. Tier swaps (with KV migration)
+// are what a ladder's Session implements (engine.TierSwapper), thread
+// counts what every Session does (public.go).
 func (e *Engine) Capabilities() engine.Capabilities { return engine.Capabilities{} }
 
 // Close frees the model. Every session must be closed first.

@@ -67,7 +67,7 @@ func (e *Engine) NewSession(cfg engine.SessionConfig) (engine.Session, error) {
 		return nil, err
 	}
 	e.sessions++
-	return &Session{e: e, cfg: cfg, ctx: ctx, batch: b}, nil
+	return (&Session{e: e, cfg: cfg, ctx: ctx, batch: b}).public(), nil
 }
 
 // StateBytes is the size of llama.cpp's serialized state of the session's
@@ -170,6 +170,15 @@ func (s *Session) SetThreads(n int) error {
 	}
 	s.cfg.Threads = n // kept across tier swaps
 	return nil
+}
+
+// Threads is the decode thread count in force.
+func (s *Session) Threads() int {
+	if s.ctx == nil {
+		return 0
+	}
+	n, _ := s.ctx.Threads()
+	return n
 }
 
 // KVBytesPerToken is the size of one token's K and V over all layers in the

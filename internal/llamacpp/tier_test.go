@@ -24,7 +24,7 @@ func newSession(t *testing.T, e *Engine) *Session {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s.(*Session)
+	return SessionOf(s)
 }
 
 // greedy decodes n tokens greedily after the session's current state; the
@@ -339,7 +339,7 @@ func TestKVBytesPerToken(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", kv, err)
 		}
-		if got := s.(*Session).KVBytesPerToken(); got != w {
+		if got := SessionOf(s).KVBytesPerToken(); got != w {
 			t.Errorf("%s: %d bytes per token, want %d", kv, got, w)
 		}
 		s.Close()

@@ -26,7 +26,9 @@
 // layers sharing a window share a ring, and a layer's slots past its ring
 // are released. Under a window a session decodes past its context (context
 // shift: the anchors and the most recent tokens), positions keeping their
-// absolute values.
+// absolute values. A window drops the positions it evicts, or merges each
+// into the next visible slot with a decay weight (evict.go:
+// Session.SetEvict, EvictMerge).
 // RATIONALE.md explains the non-obvious choices.
 //
 // An Engine and its Sessions are for one goroutine at a time. Close Sessions

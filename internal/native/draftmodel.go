@@ -59,7 +59,7 @@ func (s *Session) newModelDrafter(spec DraftSpec) (*modelDrafter, error) {
 		return nil, fmt.Errorf("native: draft %s: %w", spec.Path, err)
 	}
 	old := s.kv
-	s.kv = as[0]
+	s.kv, s.kvDraftShared = as[0], true
 	old.Close()
 	s.gr.key = graphKey{}
 	s.stats.KVBytes = s.kv.Bytes()

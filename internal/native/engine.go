@@ -272,9 +272,10 @@ func (e *Engine) Vocab() engine.Vocab {
 	return e.vocab
 }
 
-// Capabilities of the native engine as built so far.
+// Capabilities of the native engine: speculative decoding. What its
+// sessions can change is what they implement (public.go).
 func (e *Engine) Capabilities() engine.Capabilities {
-	return engine.Capabilities{Speculative: true, MaxSpeculativeK: MaxSpecK, SlidingWindow: true, PerLayerWindow: true, PerLayerPrec: len(e.sets) > 1 && !e.tier.on}
+	return engine.Capabilities{Speculative: true, MaxSpeculativeK: MaxSpecK}
 }
 
 // Close unmaps the weights. Sessions must be closed first.

@@ -27,9 +27,6 @@ func TestFamilyLevers(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer e.Close()
-				if !e.Capabilities().PerLayerPrec {
-					t.Fatal("no per-layer precision with two sets")
-				}
 				s, err := e.newSession(engine.SessionConfig{NCtx: 128})
 				if err != nil {
 					t.Fatal(err)

@@ -56,7 +56,7 @@ func (s *Session) setKVType(typ engine.KVType) (KVRequantReport, error) {
 	if s.kv == nil {
 		return KVRequantReport{}, ErrClosed
 	}
-	if s.kv.Bytes() != s.kv.PartBytes() {
+	if s.kvDraftShared {
 		return KVRequantReport{}, errors.New("native: the KV arena is shared with a draft model: its type cannot change")
 	}
 	used := make([]int, len(s.kv.K))

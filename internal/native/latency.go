@@ -90,7 +90,7 @@ func (s *Session) compute(g *graph) error {
 	}
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }
 	last := &l.last
-	last.Step, last.Tokens = s.stats.Decodes+1, g.key.nTok
+	last.Step, last.Tokens, last.Pos = s.stats.Decodes+1, g.key.nTok, s.n
 	last.Layers = last.Layers[:0]
 	prev := g.layerStart
 	for _, e := range g.layerEnd {

@@ -46,7 +46,9 @@ func TestLayerLatency(t *testing.T) {
 		if !got || ll.Step != i+1 {
 			continue
 		}
-		if ll.Step%3 != 0 || len(ll.Layers) != 5 {
+		// What the sample was measured on (ABI 1.6's layer_latency_batch
+		// and layer_latency_pos): one token at KV position i.
+		if ll.Step%3 != 0 || len(ll.Layers) != 5 || ll.Tokens != 1 || ll.Pos != i {
 			t.Fatalf("sample %+v", ll)
 		}
 		sum := ll.Embed + ll.Head
@@ -64,6 +66,16 @@ func TestLayerLatency(t *testing.T) {
 	sort.Float64s(ratios)
 	if med := ratios[len(ratios)/2]; math.Abs(med-1) > 0.10 || ratios[len(ratios)-1] > 1+1e-9 {
 		t.Fatalf("segments / step time: median %.3f, all %v", med, ratios)
+	}
+	// Steps 61, 62 plain, step 63 (sampled) a verify-like batch of 5 tokens
+	// at position 62.
+	for _, batch := range [][]int32{{7}, {8}, {9, 10, 11, 12, 13}} {
+		if err := s.Decode(batch, engine.LogitsAll); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.LastLayerLatency(&ll) || ll.Step != 63 || ll.Tokens != 5 || ll.Pos != 62 {
+		t.Fatalf("batch sample: step %d, %d tokens at %d; want step 63, 5 tokens at 62", ll.Step, ll.Tokens, ll.Pos)
 	}
 	if err := s.SetLayerLatencyEvery(0); err != nil {
 		t.Fatal(err)

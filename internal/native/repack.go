@@ -1,6 +1,7 @@
 package native
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -401,12 +402,17 @@ func (e *Engine) RepackState() RepackState {
 // SetRepackLayers keeps the first k units of every weight set repacked
 // (layers from 0 up, the output head last; Weights.SetRepackLayers) and
 // releases the rest, between steps. Every session's next step rebuilds its
-// graph. The change it reports sums the sets.
+// graph. The change it reports sums the sets. Weights loaded without
+// repacking (or with nothing eligible) have nothing to change: an error.
 func (e *Engine) SetRepackLayers(k int) (RepackChange, error) {
 	if e.closed {
 		return RepackChange{}, ErrClosed
 	}
-	c := RepackChange{From: e.RepackState().Layers}
+	st := e.RepackState()
+	if st.MaxLayers == 0 {
+		return RepackChange{}, errors.New("native: the weights were loaded without repacked layers")
+	}
+	c := RepackChange{From: st.Layers}
 	t0 := time.Now()
 	for _, w := range e.sets {
 		wc, err := w.SetRepackLayers(k)

@@ -28,6 +28,7 @@ type kvRing struct {
 	slotPos []int32 // position held by each slot (-1: empty), len nCtx
 	slots   []int64 // slot of each token of the batch being decoded, len nBatch
 	layers  []int   // the layers using this ring, ascending
+	merged  int     // merge eviction: positions below it are folded (evict.go)
 
 	nextHead, nextHi int // head and hi after the batch being decoded
 }
@@ -89,6 +90,7 @@ func (rg *kvRing) truncate(n, oldN, anchors int) {
 	if rg.window == 0 {
 		return
 	}
+	rg.merged = min(rg.merged, n)
 	ring := rg.end - anchors
 	for p := oldN - 1; p >= max(n, anchors); p-- {
 		rg.head--

@@ -30,6 +30,11 @@ type Session struct {
 	be *kernels.CPUBackend
 	ga *kernels.Gallocr
 	gr *graph
+
+	// kvDraftShared: a draft model's KV lives in kv's memfd (draftmodel.go)
+	// and the type cannot change; cleared when the draft is detached.
+	kvDraftShared bool
+
 	// lastGr is the graph of the last Decode (the target's or a draft
 	// pass's): Logits reads it.
 	lastGr *graph
@@ -52,6 +57,9 @@ type Session struct {
 	// from the trained sliding windows (swaring.go).
 	userWindow bool
 
+	evict    EvictMode // what windows do with evicted positions (evict.go)
+	mergeBuf []float32 // scratch for merging F16 rows
+
 	n         int               // positions in the KV cache
 	lastN     int               // tokens in the last Decode batch
 	lastMode  engine.LogitsMode // logits kept by the last Decode
@@ -71,13 +79,20 @@ type Stats struct {
 	ActBufBytes    int64 // graph allocator buffer
 	KVBytes        int64 // KV arena mapping
 	KVBytesToken   int64 // KV bytes per token, all layers
+	MergedRows     int   // K/V rows written by merge eviction (evict.go)
 }
 
 var _ engine.Session = (*Session)(nil)
 
-// NewSession creates a sequence with its own KV arena.
+// NewSession creates a sequence with its own KV arena. The session
+// implements the live setters of the abilities the engine was loaded with,
+// and only those (public.go); SessionOf unwraps it.
 func (e *Engine) NewSession(sc engine.SessionConfig) (engine.Session, error) {
-	return e.newSession(sc)
+	s, err := e.newSession(sc)
+	if err != nil {
+		return nil, err
+	}
+	return s.public(), nil
 }
 
 func (e *Engine) newSession(sc engine.SessionConfig) (*Session, error) {
@@ -255,6 +270,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 		pos[i] = int32(s.n + i)
 	}
 	g.fillSynthRow(pos[:nTok])
+	s.mergeEvicted(s.n, used[:])
 	for r, rg := range s.rings {
 		rg.hi = rg.nextHi
 		if !used[r] {

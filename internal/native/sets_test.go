@@ -81,9 +81,6 @@ func TestLayerSetsParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if !e.Capabilities().PerLayerPrec {
-		t.Fatal("PerLayerPrec false with 3 sets")
-	}
 	sets := e.Sets()
 	want := []struct {
 		typ  string

@@ -51,7 +51,7 @@ func TestSynthNumerics(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	const bad = fpenv.Denormal | fpenv.Invalid | fpenv.Overflow | fpenv.DivByZero
-	logits := make([]float32, s.(*Session).cfg.NVocab)
+	logits := make([]float32, SessionOf(s).cfg.NVocab)
 	tok := int32(1)
 	agreed, full := 0, 0
 	for step := range 48 {

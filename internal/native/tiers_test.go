@@ -29,9 +29,6 @@ func TestTiersStories260K(t *testing.T) {
 	if n, cur := e.Tiers(); n != 3 || cur != 1 {
 		t.Fatalf("Tiers() = %d, %d; want 3, 1", n, cur)
 	}
-	if e.Capabilities().PerLayerPrec {
-		t.Error("PerLayerPrec on a tier ladder: the tier is the one precision knob")
-	}
 	const steps, swapAt = 6, 3
 	s, err := e.newSession(engine.SessionConfig{NCtx: 128})
 	if err != nil {

@@ -68,7 +68,7 @@ var edges = []edge{
 
 	// The policy SDK and reference policies (guest side).
 	{"policy-sdk", []string{"abi"}, nil, "guests encode and decode ABI structs"},
-	{"policy-sdk/policytest", []string{"abi", "host/policy", "host/trace", "policy-sdk", "policy-sdk/internal/wasmbuild"}, nil,
+	{"policy-sdk/policytest", []string{"abi", "host/policy", "host/trace", "policy-sdk", "internal/wasmbuild"}, nil,
 		"runs a policy natively and as .wasm through the real host runtime"},
 	{"policies/...", []string{"abi", "policy-sdk"}, nil, "a policy is a guest: the ABI and the SDK only"},
 	{"policies/default", []string{"abi/specmodel"}, nil, "the speculation controller chooses K with the engine's own model"},
@@ -107,9 +107,10 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go"},
 		"the speculation, repack and spin sweeps measure thread and process CPU time"},
 	{"cmd/edgellm", []string{"internal/native"}, []string{"benchspecmodel.go"}, "the speculation cost model is fitted on native engine runs"},
-	{"cmd/edgellm", []string{"internal/native"}, []string{"modeldefaults.go"},
-		"a --draft model's training context bounds --ctx: the spec is parsed as host.AttachDraft parses it"},
 	{"cmd/edgellm", []string{"internal/parity"}, []string{"parity.go"}, "parity compares the engines on a model file"},
+	{"cmd/edgellm", []string{"internal/wasmbuild"}, []string{"policy_testcmd.go"}, "policy test builds the author's Go policy with the one Wasm build"},
+	{"cmd/edgellm/internal/scenario", []string{"internal/wasmbuild"}, nil, "a scenario builds its built-in policies with the one Wasm build"},
+	{"host/policy/internal/guestbuild", []string{"internal/wasmbuild"}, nil, "host/policy's tests build their Go guests with the one Wasm build"},
 }
 
 // below is the layer under host: nothing in it may import a package above.
@@ -123,13 +124,12 @@ var engines = []string{"internal/native", "internal/llamacpp"}
 // libraryExceptions are the library files (outside cmd/) allowed to read the
 // environment or write to stderr, with the reason.
 var libraryExceptions = map[string]string{
-	"internal/sharedtest/cgroups.go":                "test support only (imported by _test.go files): a switch for machines without cgroups",
-	"internal/shareddir/shareddir.go":               "the one rule that finds ../shared (EDGELLM_SHARED) for the CLI's defaults and tests",
-	"policy-sdk/policytest/wasm.go":                 "a test harness for policy authors: which .wasm `go test` runs is an environment setting",
-	"kernels/log.go":                                "DEBT: llama.cpp's log goes to stderr until an app sets a writer (host.SetLog; #25 asks for a log callback)",
-	"host/policy/config.go":                         "DEBT: the policy runtime's default logger writes warnings to stderr (Config.WithLogger replaces it)",
-	"policy-sdk/internal/wasmbuild/wasmbuild.go":    "builds a Go guest with the go tool: the child's environment",
-	"host/policy/internal/guestbuild/guestbuild.go": "builds a Go guest with the go tool: the child's environment",
+	"internal/sharedtest/cgroups.go":  "test support only (imported by _test.go files): a switch for machines without cgroups",
+	"internal/shareddir/shareddir.go": "the one rule that finds ../shared (EDGELLM_SHARED) for the CLI's defaults and tests",
+	"policy-sdk/policytest/wasm.go":   "a test harness for policy authors: which .wasm `go test` runs is an environment setting",
+	"kernels/log.go":                  "DEBT: llama.cpp's log goes to stderr until an app sets a writer (host.SetLog; #25 asks for a log callback)",
+	"host/policy/config.go":           "DEBT: the policy runtime's default logger writes warnings to stderr (Config.WithLogger replaces it)",
+	"internal/wasmbuild/wasmbuild.go": "the one Go-to-Wasm build: the go tool's child gets this environment with GOOS/GOARCH replaced",
 }
 
 // maxLines bounds every non-test .go file.

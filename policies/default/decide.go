@@ -72,6 +72,7 @@ type state struct {
 	learnTier  int32 // the tier that step moved to
 	spec       specState
 	prec       precState // per-layer precision controller (precision.go)
+	draftMB    float32   // what the draft held when dropped (draft.go)
 	kv         kvState   // KV-type controller (kv.go)
 }
 
@@ -106,6 +107,7 @@ func Decide(s *abi.Sensors, d *abi.Decision) {
 		throughput(s, d, &r)
 	}
 	repack(s, d, &r) // repack.go: before the tier, which it may hold
+	draft(s, d, &r)  // draft.go: likewise
 	tier(s, d, &r)
 	kvType(s, d, &r) // kv.go
 	emergency(s, d, &r)

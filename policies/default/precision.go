@@ -22,6 +22,28 @@ import "github.com/edgellm/edgellm/abi"
 //     verify batch (speculation's K) slow every layer of a sample alike, so
 //     they never read as a spike; a slowdown of one layer is caught at the
 //     first new sample after SpikeWarmSamples.
+//     Not every layer grows alike: a sliding-window layer's attention stops
+//     growing at its window while a full-attention layer's keeps growing
+//     with the context, and in a verify batch of K+1 tokens attention grows
+//     K+1-fold while the weight reads do not. With ABI 1.6's
+//     layer_latency_batch and layer_latency_pos (PresentLatencyShape) the
+//     moving averages are kept per batch size (1 to MaxSpecK+1; a prefill
+//     is neither judged nor folded in), and normalised by context: a
+//     layer's time is its weight reads plus attention at most linear in
+//     the context, and its siblings' times do not shrink as it grows, so
+//     from context p0 to p its ratio to the median grows by at most p/p0.
+//     The threshold is SpikeRatio × the average ratio × max(1, p ÷ the
+//     moving average of the samples' positions), which context growth
+//     alone cannot cross when the ratio is affine in the context (a layer
+//     past its window against full-attention ones, or the reverse). A batch
+//     size's average is started again when the context has more than
+//     doubled (plus StaleContextSlack) since it last took a sample. Within a
+//     run of samples the relaxation is small (the average position lags the
+//     context by about 4 samples' worth of tokens); a slowdown that starts
+//     while speculation uses another K is judged when that K comes back,
+//     with the threshold relaxed by the context grown meanwhile; one that
+//     starts right when K comes back after a long gap can be folded into
+//     that K's average unseen (latency_test.go).
 //   - Thermal: at MODERATE the mean bits of the layers may not exceed
 //     HotBudgetBits, at SEVERE or above HotterBudgetBits: above the budget
 //     one layer is demoted per hold period whatever the throughput.
@@ -29,15 +51,27 @@ const (
 	SpikeRatio       = 1.5
 	SpikeWarmSamples = 3   // latency samples before spikes are judged
 	LatencyAlpha     = 0.2 // weight of a new sample in the moving average
-	HotBudgetBits    = 6
-	HotterBudgetBits = 5
+	// StaleContextSlack: a batch size's latency average is stale once the
+	// context exceeds 2 × its last sample's position + this many tokens.
+	StaleContextSlack = 64
+	HotBudgetBits     = 6
+	HotterBudgetBits  = 5
 )
 
 // precState is the controller's memory (part of state, so reset clears it).
 type precState struct {
+	// by[b] is the baseline of samples measured on batches of b tokens
+	// (ABI 1.6); by[0] holds samples of unknown batch (older hosts, traces).
+	by      [abi.MaxSpecK + 2]latBaseline
+	lastLat [abi.MaxLayers]float32 // the last sample seen (repeated samples are skipped)
+}
+
+// latBaseline is one batch size's moving averages.
+type latBaseline struct {
 	avg     [abi.MaxLayers]float32 // moving average of each layer's latency ÷ the sample's median
 	samples int
-	lastLat [abi.MaxLayers]float32 // the last sample folded in (repeated samples are skipped)
+	pos     int32   // context position of the last sample folded in
+	posAvg  float32 // moving average of the samples' positions (same weight as avg)
 }
 
 func layerFloor(s *abi.Sensors, i int) uint8 { return max(s.LayerMinBits[i], MinLayerBits) }
@@ -176,6 +210,28 @@ func latencySpike(s *abi.Sensors, d *abi.Decision, r *reason, n int) bool {
 	if same { // not a new sample (the engine samples every N steps)
 		return false
 	}
+	copy(p.lastLat[:n], s.LayerLatencyUS[:n])
+	bl := &p.by[0]
+	if s.Has(abi.PresentLatencyShape) {
+		b := int(s.LayerLatencyBatch)
+		if b < 1 || b >= len(p.by) {
+			return false // a prefill, or nonsense: neither judged nor folded in
+		}
+		bl = &p.by[b]
+		if bl.samples > 0 && s.LayerLatencyPos > 2*bl.pos+StaleContextSlack {
+			bl.samples = 0 // taken at a much shorter context: start again
+		}
+		bl.pos = s.LayerLatencyPos
+	}
+	grow := float32(1) // the context grown since the average: the threshold's relaxation
+	pos := float32(max(s.LayerLatencyPos, 1))
+	if bl != &p.by[0] {
+		if bl.samples == 0 {
+			bl.posAvg = pos
+		}
+		grow = max(1, pos/bl.posAvg)
+		bl.posAvg += LatencyAlpha * (pos - bl.posAvg)
+	}
 	// The median over the layers of this sample: the step's own baseline.
 	var sorted [abi.MaxLayers]float32
 	copy(sorted[:n], s.LayerLatencyUS[:n])
@@ -190,12 +246,11 @@ func latencySpike(s *abi.Sensors, d *abi.Decision, r *reason, n int) bool {
 	}
 	moved := -1
 	for i := 0; i < n; i++ {
-		p.lastLat[i] = s.LayerLatencyUS[i]
 		if med <= 0 {
 			continue
 		}
 		lat := s.LayerLatencyUS[i] / med // relative to the siblings
-		if p.samples >= SpikeWarmSamples && lat >= SpikeRatio*p.avg[i] && p.avg[i] > 0 {
+		if bl.samples >= SpikeWarmSamples && lat >= SpikeRatio*grow*bl.avg[i] && bl.avg[i] > 0 {
 			if f := layerFloor(s, i); s.CurLayerBits[i] > f {
 				d.LayerBits[i] = f
 				if moved < 0 {
@@ -203,13 +258,13 @@ func latencySpike(s *abi.Sensors, d *abi.Decision, r *reason, n int) bool {
 				}
 			}
 		}
-		if p.samples == 0 {
-			p.avg[i] = lat
+		if bl.samples == 0 {
+			bl.avg[i] = lat
 		} else {
-			p.avg[i] += LatencyAlpha * (lat - p.avg[i])
+			bl.avg[i] += LatencyAlpha * (lat - bl.avg[i])
 		}
 	}
-	p.samples++
+	bl.samples++
 	if moved < 0 {
 		return false
 	}

@@ -146,6 +146,14 @@ func renderABI() string {
 		p("export const DRAFT_%s: i32 = %d;", e.n, e.v)
 	}
 	p("")
+	p("// KV window eviction (Decision.kv_evict, Sensors.kv_evict), 1.7.")
+	for _, e := range []struct {
+		n string
+		v int
+	}{{"LEAVE", abi.EvictLeave}, {"DROP", abi.EvictDrop}, {"MERGE", abi.EvictMerge}} {
+		p("export const EVICT_%s: i32 = %d;", e.n, e.v)
+	}
+	p("")
 	p("// Reason codes (Decision.reason_code).")
 	for _, e := range []struct {
 		n string

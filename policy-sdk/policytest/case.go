@@ -107,14 +107,29 @@ func (src *source) next(s *abi.Sensors) {
 
 // engineState is the simulated engine: it applies decisions by the host's
 // rule (policy.Apply) with every ability.
-type engineState struct{ cur abi.Decision }
+type engineState struct {
+	cur      abi.Decision
+	detached bool // the draft was detached (ABI 1.6 Decision.draft)
+}
 
-func (e *engineState) apply(d *abi.Decision) { e.cur = policy.Apply(e.cur, *d, policy.AllAbilities) }
+func (e *engineState) apply(d *abi.Decision) {
+	e.cur = policy.Apply(e.cur, *d, policy.AllAbilities)
+	switch e.cur.Draft {
+	case abi.DraftDetach:
+		e.detached = true
+	case abi.DraftAttach:
+		e.detached = false
+	}
+	e.cur.Draft = abi.DraftLeave // a request: the host pre-fills "leave"
+}
 
 // report writes the engine state into the Cur* fields of s and, when the
 // case's engine has repacked weights (Base with PresentRepack and
 // RepackLayersMax > 0), the units in use (clamped to the maximum, as the
-// host's engine does) and their memory, proportional to the units.
+// host's engine does) and their memory, proportional to the units; when
+// the case has a draft (PresentDraft, draft_state not 0, draft_mb what it
+// holds attached) its state after the policy's requests, draft_mb 0 while
+// detached.
 func (e *engineState) report(s *abi.Sensors) {
 	c := &e.cur
 	s.CurTier, s.CurSpecK, s.CurWindow, s.CurAnchors, s.CurKVType = c.Tier, c.SpecK, c.Window, c.Anchors, c.KVType
@@ -128,6 +143,12 @@ func (e *engineState) report(s *abi.Sensors) {
 	} else {
 		s.Present &^= abi.PresentRepack
 		s.RepackLayers, s.RepackLayersMax, s.RepackMB, s.RepackMBMax = 0, 0, 0, 0
+	}
+	if s.Has(abi.PresentDraft) && s.DraftState != abi.DraftNone {
+		s.DraftState = abi.DraftAttached
+		if e.detached {
+			s.DraftState, s.DraftMB = abi.DraftDetached, 0
+		}
 	}
 }
 

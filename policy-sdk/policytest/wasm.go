@@ -14,7 +14,7 @@ import (
 
 	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/policy"
-	"github.com/edgellm/edgellm/policy-sdk/internal/wasmbuild"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // EnvWasm names the environment variable that holds a prebuilt module for

@@ -2,7 +2,7 @@
 // Source: abi/layout.go and abi/enums.go (the tables of abi/ABI.md).
 
 export const ABI_MAJOR: i32 = 1;
-export const ABI_MINOR: i32 = 6;
+export const ABI_MINOR: i32 = 7;
 
 // Sensors (host -> guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -130,6 +130,8 @@ export const S_LAYER_LATENCY_POS: i32 = 1288;
 export const S_DRAFT_STATE: i32 = 1292;
 /** f32 draft_mb, since 1.6: memory the draft holds now (resident weights + KV), MiB */
 export const S_DRAFT_MB: i32 = 1296;
+/** i32 kv_evict, since 1.7: KV window eviction mode in force: 1 drop, 2 merge */
+export const S_KV_EVICT: i32 = 1300;
 
 // Decision (pre-filled by the host, changed by the guest): byte offsets from the start of the struct.
 /** u16 version_major, since 1.0: ABI major of the writer (1) */
@@ -177,9 +179,11 @@ export const D_VERIFY_CPU_MASK: i32 = 752;
 export const D_REPACK_LAYERS: i32 = 760;
 /** i32 draft, since 1.6: draft model: 0 leave as is, 1 attach, 2 detach and free its memory */
 export const D_DRAFT: i32 = 768;
+/** i32 kv_evict, since 1.7: KV window eviction: 0 leave as is, 1 drop, 2 merge into the next visible position */
+export const D_KV_EVICT: i32 = 772;
 
 // Sizes of the structs this SDK's minor writes and reads.
-export const SENSORS_SIZE: i32 = 1300;
+export const SENSORS_SIZE: i32 = 1304;
 export const DECISION_SIZE: i32 = 776;
 // Sizes by minor (each a prefix of the next); 1.0's is the smallest a 1.x reader accepts.
 export const SENSORS_SIZE_1_0: i32 = 768;
@@ -196,6 +200,8 @@ export const SENSORS_SIZE_1_5: i32 = 1284;
 export const DECISION_SIZE_1_5: i32 = 768;
 export const SENSORS_SIZE_1_6: i32 = 1300;
 export const DECISION_SIZE_1_6: i32 = 776;
+export const SENSORS_SIZE_1_7: i32 = 1304;
+export const DECISION_SIZE_1_7: i32 = 776;
 
 // Presence bits of Sensors.present, one per reading that has one.
 export const P_MEM_AVAILABLE_MB: u64 = 0x1;
@@ -232,6 +238,7 @@ export const P_REPACK_LAYERS: u64 = 0x40000000;
 export const P_CPU_OTHER_BUSY: u64 = 0x80000000;
 export const P_LAYER_LATENCY_BATCH: u64 = 0x100000000;
 export const P_DRAFT_STATE: u64 = 0x200000000;
+export const P_KV_EVICT: u64 = 0x400000000;
 
 // Thermal status (Sensors.thermal_status).
 export const THERMAL_NONE: u8 = 0;
@@ -266,6 +273,11 @@ export const DRAFT_STATE_DETACHED: i32 = 2;
 export const DRAFT_LEAVE: i32 = 0;
 export const DRAFT_ATTACH: i32 = 1;
 export const DRAFT_DETACH: i32 = 2;
+
+// KV window eviction (Decision.kv_evict, Sensors.kv_evict), 1.7.
+export const EVICT_LEAVE: i32 = 0;
+export const EVICT_DROP: i32 = 1;
+export const EVICT_MERGE: i32 = 2;
 
 // Reason codes (Decision.reason_code).
 export const REASON_NONE: u16 = 0;

@@ -18,7 +18,12 @@
 // readings of the policy's last call when the host had them:
 // "cpu_other" (cores other processes used, ABI 1.5), "cpu_psi_recent" (%),
 // "step_ratio" (step time ÷ quiet baseline), so a thread change can be
-// read against what the policy saw.
+// read against what the policy saw. A run with --draft writes one
+// {"event":"round","unix_us":…,"i":12,"k":4,"drafted":4,"accepted":3} per
+// speculative round: i is the first token the round produced, k the K in
+// force, drafted the draft tokens it verified (fewer than k when p_min or
+// the context ended drafting early; 0 for a plain step) and accepted how
+// many of them the target kept.
 package runstats
 
 import (
@@ -38,6 +43,8 @@ const (
 	// --layer-sets), written before the first token and before the token
 	// record of each token it changed for (Writer.Sets).
 	Sets = "sets"
+	// Round is one speculative round (--draft, Writer.Round).
+	Round = "round"
 )
 
 // Event is one line of the stream. Fields a line does not carry are zero.
@@ -70,6 +77,9 @@ type Event struct {
 	// sets (I is the first token produced with it): the weight set of
 	// each layer, 0 being the model's own.
 	LayerSets []int `json:"layer_sets"`
+	// round (I and K too)
+	Drafted  int `json:"drafted"`
+	Accepted int `json:"accepted"`
 	// end
 	Generated      int     `json:"generated"`
 	DecodeTPS      float64 `json:"decode_tps"`
@@ -88,7 +98,7 @@ func Parse(line []byte) (Event, error) {
 		return Event{}, fmt.Errorf("stats line: %v", err)
 	}
 	switch ev.Event {
-	case Start, Token, End, Sets:
+	case Start, Token, End, Sets, Round:
 		return ev, nil
 	}
 	return Event{}, fmt.Errorf("stats line: unknown event %q", ev.Event)
@@ -234,6 +244,20 @@ func (r *Writer) Sets(i int, sets []int) {
 		r.buf = strconv.AppendInt(r.buf, int64(v), 10)
 	}
 	r.buf = append(r.buf, ']')
+	r.flush()
+}
+
+// Round records a speculative round that produced tokens from i on, at K
+// k, with drafted draft tokens verified and accepted of them kept.
+func (r *Writer) Round(i, k, drafted, accepted int) {
+	if r == nil {
+		return
+	}
+	r.head(Round)
+	r.int("i", int64(i))
+	r.int("k", int64(k))
+	r.int("drafted", int64(drafted))
+	r.int("accepted", int64(accepted))
 	r.flush()
 }
 

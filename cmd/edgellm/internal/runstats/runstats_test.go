@@ -22,6 +22,7 @@ func TestRoundTrip(t *testing.T) {
 	w.Token(1, 0, &Decision{Threads: 1, HasCPU: true, CPUOther: 0.875, CPUPSIRecent: 46.5, HasStepRatio: true, StepRatio: 1.25})
 	w.TokenLayers(2, 0, nil, &Layers{US: []float64{18.2, 16.5}, StepUS: 40.25})
 	w.Sets(3, []int{0, 2, 1})
+	w.Round(4, 4, 3, 2)
 	w.End(2, 48.125, 35600*time.Microsecond, &Policy{Calls: 13, Changes: 1, Swaps: 1, Failures: 2}, errors.New(`a "quoted" error`))
 	want := []Event{
 		{Event: Start, UnixUS: 1234, PromptTokens: 5, NTiers: 2, Tier: 1, PID: 77},
@@ -30,6 +31,7 @@ func TestRoundTrip(t *testing.T) {
 		{Event: Token, UnixUS: 1234, I: 1, Threads: 1, CPUOther: 0.875, CPUPSIRecent: 46.5, StepRatio: 1.25},
 		{Event: Token, UnixUS: 1234, I: 2, LayerLatencyUS: []float64{18.2, 16.5}, StepComputeUS: 40.25},
 		{Event: Sets, UnixUS: 1234, I: 3, LayerSets: []int{0, 2, 1}},
+		{Event: Round, UnixUS: 1234, I: 4, K: 4, Drafted: 3, Accepted: 2},
 		{Event: End, UnixUS: 1234, Generated: 2, DecodeTPS: 48.125, PrefillMs: 35.6, PolicyCalls: 13, PolicyChanges: 1, TierSwaps: 1, PolicyFailures: 2, Error: `a "quoted" error`},
 	}
 	lines := strings.SplitAfter(b.String(), "\n")

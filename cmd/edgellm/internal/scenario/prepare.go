@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/synth"
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 // Tier is one rung of the ladder as the report describes it.
@@ -157,14 +157,8 @@ func preparePolicy(ctx context.Context, s *Spec, p Policy, o Options, dir string
 		return out, nil // built for an earlier contender of this run
 	}
 	o.Logf("scenario: building policy %s from %s", p.Builtin, src)
-	cmd := exec.CommandContext(ctx, "go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
-	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err() // killed because the run was cancelled: say so (errors.Is)
-		}
-		return "", fmt.Errorf("policy %s: go build %s: %w: %s", p.Name, src, err, strings.TrimSpace(string(b)))
+	if err := wasmbuild.BuildFile(ctx, src, out); err != nil {
+		return "", fmt.Errorf("policy %s: %w", p.Name, err)
 	}
 	return out, nil
 }

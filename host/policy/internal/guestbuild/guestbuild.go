@@ -3,14 +3,13 @@
 package guestbuild
 
 import (
-	"bytes"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/edgellm/edgellm/internal/wasmbuild"
 )
 
 var (
@@ -33,23 +32,8 @@ func Build(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	wasm := filepath.Join(out, "policy.wasm")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	cmd := exec.Command(gobin, "build", "-buildmode=c-shared", "-trimpath", "-o", wasm, ".")
-	cmd.Dir = dir
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GOOS=") && !strings.HasPrefix(kv, "GOARCH=") && !strings.HasPrefix(kv, "CGO_ENABLED=") && !strings.HasPrefix(kv, "GOFLAGS=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-	var outb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &outb, &outb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building %s to wasm: %v: %s", dir, err, outb.String())
+	if err := wasmbuild.BuildFile(context.Background(), dir, wasm); err != nil {
+		t.Fatal(err)
 	}
 	built[dir] = wasm
 	return wasm
