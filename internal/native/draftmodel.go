@@ -99,7 +99,7 @@ func (d *modelDrafter) draft(sp *Speculator, k int) error {
 			step = min(step, rg.end-ds.anchors-rg.window)
 		}
 	}
-	if ds.rings[0].window == 0 && ds.n+len(pend)+k > ds.nCtx {
+	if ds.ctxBound() && ds.n+len(pend)+k > ds.nCtx {
 		return nil // the draft's context is full: plain steps
 	}
 	for len(pend) > 0 {

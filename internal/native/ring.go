@@ -186,6 +186,16 @@ func (s *Session) Anchors() int { return s.anchors }
 // windowOff turns every ring off: one ring, slot = position. Only before
 // the rings are in use (positions beyond the anchors written).
 func (s *Session) windowOff() error {
+	if s.trainedWindows() != nil { // back to the trained sliding rings
+		if !s.userWindow {
+			return nil
+		}
+		if s.n > s.anchors {
+			return fmt.Errorf("native: cannot turn the window off once the ring is in use")
+		}
+		_, err := s.trainedLayout(s.n)
+		return err
+	}
 	windowed := s.rings[0].window > 0
 	if windowed && s.n > s.nCtx {
 		return fmt.Errorf("native: cannot turn the window off at %d > context %d", s.n, s.nCtx)
@@ -238,7 +248,7 @@ func (s *Session) setWindows(anchors int, windows []int) error {
 	// Without a window every position is at slot = position, so the first
 	// anchors are where anchors live whatever the length: a window set
 	// mid-generation (a policy's decision) may bring its anchors.
-	if anchors != s.anchors && s.n > min(anchors, s.anchors) && s.rings[0].window > 0 {
+	if anchors != s.anchors && s.n > min(anchors, s.anchors) && s.windowed() && !s.slotIsPos() {
 		return fmt.Errorf("native: anchors can change only before they are filled or while there is no window (Len %d)", s.n)
 	}
 	for il, w := range windows {
@@ -246,7 +256,7 @@ func (s *Session) setWindows(anchors int, windows []int) error {
 			return fmt.Errorf("native: layer %d: %d anchors + window %d exceed the context of %d slots", il, anchors, w, s.nCtx)
 		}
 	}
-	ws := mergeWindows(windows)
+	ws := mergeWindows(s.capTrained(windows))
 	oldOf := make([]*kvRing, s.cfg.NLayer) // each layer's ring now
 	for _, rg := range s.rings {
 		for _, il := range rg.layers {
@@ -260,6 +270,9 @@ func (s *Session) setWindows(anchors int, windows []int) error {
 		rg := byWindow[w]
 		if rg == nil {
 			rg = &kvRing{window: w, end: min(s.nCtx, anchors+w+s.nBatch)}
+			if s.trainedWindows() != nil && w == s.cfg.NSWA { // the trained ring's slots (swaring.go)
+				rg.end = min(s.nCtx, (anchors+w+s.nBatch+defaultKVPad-1)/defaultKVPad*defaultKVPad)
+			}
 			byWindow[w] = rg
 			next = append(next, rg)
 		}
@@ -304,6 +317,7 @@ func (s *Session) setWindows(anchors int, windows []int) error {
 	}
 	s.anchors = anchors
 	s.rings = next
+	s.userWindow = true
 	if !changed {
 		return nil
 	}

@@ -53,6 +53,9 @@ type Session struct {
 	ringOf  []uint8 // ring of each layer
 	ringGen uint64  // bumped by every change of the layer→ring map (graph key)
 	anchors int
+	// userWindow: the rings come from SetWindow/SetLayerWindows, not only
+	// from the trained sliding windows (swaring.go).
+	userWindow bool
 
 	evict    EvictMode // what windows do with evicted positions (evict.go)
 	mergeBuf []float32 // scratch for merging F16 rows
@@ -149,8 +152,12 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	s.ringOf = make([]uint8, cfg.NLayer)
 	s.gr.ringOf = s.ringOf
 	s.initSets()
-	if err := s.reserve(); err != nil {
+	if trained, err := s.trainedLayout(0); err != nil {
 		return nil, err
+	} else if !trained {
+		if err := s.reserve(); err != nil {
+			return nil, err
+		}
 	}
 	s.stats.KVBytes = s.kv.Bytes()
 	s.stats.KVBytesToken = s.kv.BytesPerToken()
@@ -165,7 +172,7 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 // that fit; if one fails, the batches before it stay decoded (Len says how
 // far it got).
 func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
-	if want == engine.LogitsLast && s.kv != nil && s.rings[0].window > 0 {
+	if want == engine.LogitsLast && s.kv != nil && s.windowed() {
 		step := s.nBatch
 		for _, rg := range s.rings {
 			step = min(step, rg.end-s.anchors-rg.window)
@@ -195,7 +202,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 		return ErrClosed
 	}
 	nTok := len(tokens)
-	if s.rings[0].window == 0 && s.n+nTok > s.nCtx {
+	if s.ctxBound() && s.n+nTok > s.nCtx {
 		return fmt.Errorf("native: %w: %d + %d tokens > %d", engine.ErrContextFull, s.n, nTok, s.nCtx)
 	}
 	if nTok == 0 || nTok > s.nBatch {
@@ -337,6 +344,9 @@ func (s *Session) Len() int { return s.n }
 func (s *Session) Truncate(n int) error {
 	if n < 0 || n > s.n {
 		return fmt.Errorf("native: truncate to %d outside [0, %d]", n, s.n)
+	}
+	if err := s.trainedTruncateOK(n); err != nil {
+		return err
 	}
 	for _, rg := range s.rings {
 		rg.truncate(n, s.n, s.anchors)

@@ -268,7 +268,7 @@ func (sp *Speculator) commit(tok int32) {
 func (sp *Speculator) room() int {
 	s := sp.s
 	r := s.nBatch
-	if s.rings[0].window == 0 {
+	if s.ctxBound() {
 		r = min(r, s.nCtx-s.n)
 	}
 	for _, rg := range s.rings {
