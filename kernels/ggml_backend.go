@@ -259,13 +259,22 @@ type Graph struct {
 // NewGraph creates an empty graph for up to maxNodes nodes. The context must
 // have been sized for it (NewGGMLContext's maxGraphNodes).
 func (c *GGMLContext) NewGraph(maxNodes int) (*Graph, error) {
+	g := new(Graph)
+	return g, c.InitGraph(g, maxNodes)
+}
+
+// InitGraph is NewGraph into g: a graph rebuilt at every context reset
+// reuses its Graph value instead of allocating one (decode paths allocate
+// nothing per token).
+func (c *GGMLContext) InitGraph(g *Graph, maxNodes int) error {
 	if maxNodes <= 0 {
-		return nil, ggmlErr("graph: %d nodes", maxNodes)
+		return ggmlErr("graph: %d nodes", maxNodes)
 	}
 	if c.FreeBytes() < int64(C.ggml_graph_overhead_custom(C.size_t(maxNodes), false)) {
-		return nil, ggmlErr("graph: context too small for %d nodes", maxNodes)
+		return ggmlErr("graph: context too small for %d nodes", maxNodes)
 	}
-	return &Graph{p: C.ggml_new_graph_custom(c.p, C.size_t(maxNodes), false)}, nil
+	g.p = C.ggml_new_graph_custom(c.p, C.size_t(maxNodes), false)
+	return nil
 }
 
 // Expand adds t and everything it depends on to the graph.

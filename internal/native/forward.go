@@ -105,7 +105,7 @@ func newGraph(nLayer int) (*graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &graph{ctx: ctx}, nil
+	return &graph{ctx: ctx, layerEnd: make([]int, 0, nLayer)}, nil
 }
 
 func (g *graph) Close() error { return g.ctx.Close() }
@@ -159,11 +159,13 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	if g.synthAgree > 0 && len(layers) > g.synthFrom { // a skip:N graph has no row
 		g.synthRow = input(kernels.GGMLTypeF32, "inp_synth_scale", 1, nTok)
 	}
-	gr, err := c.NewGraph(graphNodes(cfg.NLayer))
-	if err != nil {
+	if g.g == nil {
+		g.g = new(kernels.Graph)
+	}
+	if err := c.InitGraph(g.g, graphNodes(cfg.NLayer)); err != nil {
 		return err
 	}
-	g.g = gr
+	gr := g.g
 	for r := range maxRings {
 		if !g.maskSWA[r].Nil() {
 			// Both masks of a ring are filled every step: keep both in the

@@ -107,9 +107,10 @@ func specAllocCases(t *testing.T, e *Engine) []specAllocCase {
 // 256 positions for each graph the rounds use (the target's, a verify
 // size's, a draft pass's or a draft model's), and a graph for a verify size
 // not seen before is created when a round first needs it. A rebuild makes
-// about one heap allocation (the tensors' shapes no longer escape:
-// kernels.NewTensor, Reshape, View), a new graph a few. Over ~1000 tokens
-// and more the heap allocations per token stay below 0.05.
+// no heap allocation (the tensors' shapes do not escape: kernels.NewTensor,
+// Reshape, View; the Graph value is reused: GGMLContext.InitGraph), a new
+// graph a few. Over ~1000 tokens and more the heap allocations per token
+// stay below 0.05 (measured: 0 for every kind but ngram, 0.0036).
 func TestSpecAllocsAmortised(t *testing.T) {
 	e := loadSpecTarget(t)
 	for _, tc := range specAllocCases(t, e) {
