@@ -170,17 +170,3 @@ func summarizeGoTest(r io.Reader, log io.Writer, verbose bool) goTestSummary {
 	sort.Strings(s.failed)
 	return s
 }
-
-func envWithout(env []string, keys ...string) []string {
-	out := make([]string, 0, len(env))
-next:
-	for _, kv := range env {
-		for _, k := range keys {
-			if strings.HasPrefix(kv, k+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
-}

@@ -2,10 +2,6 @@ package rules
 
 import (
 	"bytes"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -20,42 +16,18 @@ var oneDefinition = map[string]string{
 // only, across every .go file of the module, tests included (testdata
 // and node_modules aside).
 func TestOneDefinition(t *testing.T) {
-	root := moduleRoot(t)
 	seen := map[string]bool{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if p != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") {
-			return nil
-		}
-		src, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
+	for _, f := range sourcesOf(t, true) {
 		for snippet, home := range oneDefinition {
-			if !bytes.Contains(src, []byte(snippet)) {
+			if !bytes.Contains(f.src, []byte(snippet)) {
 				continue
 			}
-			if rel == home {
+			if f.rel == home {
 				seen[snippet] = true
-			} else if rel != "internal/rules/onedef_test.go" {
-				t.Errorf("%s holds %s, which only %s may: call it instead", rel, snippet, home)
+			} else if f.rel != "internal/rules/onedef_test.go" {
+				t.Errorf("%s holds %s, which only %s may: call it instead", f.rel, snippet, home)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for snippet, home := range oneDefinition {
 		if !seen[snippet] {

@@ -161,7 +161,10 @@ func moduleRoot(t *testing.T) string {
 
 // sources parses every non-test .go file of the module (all build tags:
 // wasip1 guests included), skipping testdata and templates.
-func sources(t *testing.T) []goFile {
+func sources(t *testing.T) []goFile { return sourcesOf(t, false) }
+
+// sourcesOf is sources, with the module's _test.go files too when tests.
+func sourcesOf(t *testing.T, tests bool) []goFile {
 	t.Helper()
 	root := moduleRoot(t)
 	var files []goFile
@@ -177,7 +180,7 @@ func sources(t *testing.T) []goFile {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		if !strings.HasSuffix(name, ".go") || (!tests && strings.HasSuffix(name, "_test.go")) {
 			return nil
 		}
 		src, err := os.ReadFile(p)
