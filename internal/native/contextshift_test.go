@@ -3,7 +3,6 @@ package native
 import (
 	"errors"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -172,15 +171,7 @@ func TestContextShiftPerplexity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	pieces, err := e.Weights().File.GetStringArray("tokenizer.ggml.tokens")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	toks := tokenizeGreedy(pieces, string(text))
+	toks := storiesTokens(t, e)
 	nv := e.Config().NVocab
 	const nCtx, nb, anchors = 64, 16, 4
 	const window = nCtx - anchors - nb // 44: the ring fills the 64 slots

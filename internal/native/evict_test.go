@@ -2,7 +2,6 @@ package native
 
 import (
 	"math"
-	"os"
 	"testing"
 
 	"github.com/edgellm/edgellm/host/engine"
@@ -22,15 +21,7 @@ func TestMergeEvictPerplexity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pieces, err := e.Weights().File.GetStringArray("tokenizer.ggml.tokens")
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		toks := tokenizeGreedy(pieces, string(text))
+		toks := storiesTokens(t, e)
 		nv := e.Config().NVocab
 		const nb, anchors = 16, 4
 		full, err := e.newSession(engine.SessionConfig{NCtx: 1024, NBatch: nb})

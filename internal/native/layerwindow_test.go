@@ -21,6 +21,13 @@ func storiesText(t *testing.T) (*Engine, []int32) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	return e, storiesTokens(t, e)
+}
+
+// storiesTokens is the shared directory's text/stories.txt in e's
+// vocabulary (greedy longest-piece tokenization, no vocab loaded).
+func storiesTokens(t *testing.T, e *Engine) []int32 {
+	t.Helper()
 	pieces, err := e.Weights().File.GetStringArray("tokenizer.ggml.tokens")
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +36,7 @@ func storiesText(t *testing.T) (*Engine, []int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, tokenizeGreedy(pieces, string(text))
+	return tokenizeGreedy(pieces, string(text))
 }
 
 func newTestSession(t testing.TB, e *Engine, sc engine.SessionConfig) *Session {

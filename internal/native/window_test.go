@@ -2,7 +2,6 @@ package native
 
 import (
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -87,15 +86,7 @@ func TestWindowPerplexity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	pieces, err := e.Weights().File.GetStringArray("tokenizer.ggml.tokens")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := os.ReadFile(sharedtest.Path(t, "text/stories.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	toks := tokenizeGreedy(pieces, string(text))
+	toks := storiesTokens(t, e)
 	nv := e.Config().NVocab
 	const nb, anchors, window = 16, 4, 64
 	full, err := e.newSession(engine.SessionConfig{NCtx: 1024, NBatch: nb})
