@@ -32,14 +32,15 @@
 // session's steps across calls. The zero GenerateOptions samples with
 // DefaultSampling and stops at end-of-generation (IgnoreEOG goes on).
 //
-// Load picks the engine: "native" (our own llama forward pass over weights
-// it maps and a KV arena it owns; per-layer weight sets with
-// LoadOptions.LayerSets, a ring KV window) for llama models, "llamacpp"
-// (llama.cpp's llama_decode) otherwise and for tier ladders
+// Load picks the engine: "native" (our own forward pass over weights it
+// maps and a KV arena it owns; per-layer weight sets with
+// LoadOptions.LayerSets, a ring KV window) for the llama, qwen2, qwen3,
+// gemma2, gemma3 and phi3 architectures, "llamacpp" (llama.cpp's
+// llama_decode) otherwise and for tier ladders
 // (LoadOptions.Tiers: GGUF files of one model at several precisions, swapped
 // mid-generation with KV migration). What a session can change while
 // decoding is what it implements: TierSwapper, ThreadSetter, WindowSetter,
-// LayerWindowSetter, LayerSetter, KVTypeSetter, RepackSetter (the native
+// LayerWindowSetter, EvictSetter, LayerSetter, KVTypeSetter, RepackSetter (the native
 // engine with LoadOptions.Repack: how many layers use their repacked copy),
 // each only when the ability is real (a session of a model loaded without
 // a tier ladder is no TierSwapper). Engine.Capabilities says what no
