@@ -73,7 +73,7 @@ func TestDraftDetachAttach(t *testing.T) {
 		}
 		return nil
 	})
-	if i := firstDiffHost(got, want); i >= 0 {
+	if i := firstDiff(got, want); i >= 0 {
 		t.Fatalf("token %d: %d with the draft dropped and re-attached, plain %d", i, got[i], want[i])
 	}
 	if before <= 0 || freedTo != 0 || dr.Detached() || dr.MemoryBytes() <= 0 {
@@ -86,18 +86,6 @@ func TestDraftDetachAttach(t *testing.T) {
 	if st := dr.Stats(); st.Accepted == 0 {
 		t.Fatal("no draft token accepted")
 	}
-}
-
-func firstDiffHost(a, b []int32) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
 }
 
 // fakeDraft is a draftSwitch that counts calls.
