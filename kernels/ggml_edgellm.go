@@ -45,6 +45,17 @@ var edgellmFn = matvec.CFunc()
 // ...; "NONE" for a leaf).
 func (t Tensor) OpName() string { return C.GoString(C.ggml_op_desc(t.p)) }
 
+// CountOps is how many of g's nodes compute op (an OpName).
+func (g *Graph) CountOps(op string) int {
+	n := 0
+	for i := range g.NNodes() {
+		if (Tensor{C.ggml_graph_node(g.p, C.int(i))}).OpName() == op {
+			n++
+		}
+	}
+	return n
+}
+
 // EdgellmEligible reports whether MulMatEdgellm(w, x) runs edgellm's kernel
 // (and not ggml's mul_mat): w is a plain (not repacked) Q8_0 or Q4_0 matrix
 // and x a contiguous 2-D F32 batch of 1..EdgellmMaxN rows.

@@ -37,6 +37,7 @@ func (s *Session) ActivationMemory(nTok, nKV int) (ActivationMemory, error) {
 	}
 	s.gr.ringOf = s.ringOf
 	s.gr.synthFrom, s.gr.synthEps, s.gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
+	s.gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 	defer func() { s.gr.key = graphKey{} }() // measured, not allocated: the next decode rebuilds
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)
