@@ -318,7 +318,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	}
 	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
 	g.logits = g.matmul(c, w.Output, x) // [n_vocab, n_out]
-	if cfg.FinalSoftcap != 0 {       // Gemma 2: cap·tanh(logits/cap)
+	if cfg.FinalSoftcap != 0 {          // Gemma 2: cap·tanh(logits/cap)
 		g.logits = c.Scale(c.Tanh(c.Scale(g.logits, 1/cfg.FinalSoftcap)), cfg.FinalSoftcap)
 	}
 	if err := c.Err(); err != nil {
