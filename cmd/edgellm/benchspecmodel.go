@@ -14,12 +14,13 @@ import (
 // like `synth`, deliberately not an option of the public host.LoadOptions.
 
 // loadSpecModel loads the target model of bench --spec (with bench's
-// --repack, the repacked weights' kernels: their batch costs set v(n)).
-func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool) (host.Engine, error) {
+// --repack, the repacked weights' kernels, and with --kernels edgellm
+// edgellm's: their batch costs set v(n)).
+func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool, kern string) (host.Engine, error) {
 	if so.SynthEps == 0 && so.SynthAgree == 0 {
-		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets, Repack: repack})
+		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets, Repack: repack, Kernels: kern})
 	}
-	return native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack,
+	return native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack, Kernels: kern,
 		SynthScaleFrom: so.SynthFrom, SynthEps: so.SynthEps, SynthAgree: so.SynthAgree})
 }
 
