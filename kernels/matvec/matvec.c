@@ -21,6 +21,7 @@
 #include "matvec.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -186,13 +187,26 @@ EMV_T_AVX2 EMV_INLINE void emv_avx2_n(int t, const uint8_t *w, size_t ws, int nb
 }
 
 // AVX-512: two weight rows per zmm (row r in the low half, r+1 in the high
-// half), the activation block broadcast to both halves. Each half does the
-// AVX2 arithmetic exactly (vpdpbusd's int32 lanes equal maddubs+madd's for
-// |w|, |a| <= 127 after the sign transfer), so the bits match.
+// half), the activation block broadcast to both halves, and no sign
+// juggling in the inner loop: vpdpbusd multiplies unsigned by signed bytes,
+// so
+//   Q4_0: lane = dpbusd(-8*lanesum(a), nibbles, a)       (nibbles unsigned)
+//   Q8_0: lane = dpbusd(-128*lanesum(w), a + 128, w)     (a biased unsigned)
+// which are the exact integers sum_i (nibble_i - 8) a_i and sum_i a_i w_i
+// of the contract. The per-activation parts (-8*lanesum(a), a+128 and the
+// f32 scale) are prepared once per call (emv_prep) into a per-thread
+// scratch, so the inner loop per (block, activation row) is a broadcast
+// load, one vpdpbusd, the scale product, a conversion and the fma.
+typedef struct {
+	const float *da;    // [n][nb] activation scales, f32
+	const uint8_t *aux; // [n][nb][32]: Q4_0: int32 -8*lanesum(a); Q8_0: a+128
+} emv_prep_t;
+
 EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
-                                          const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+                                          const uint8_t *a, size_t as, int n, float *y, size_t ldy,
+                                          const emv_prep_t *pp) {
 	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
-	const __m512i zero = _mm512_setzero_si512();
+	const __m512i zero = _mm512_setzero_si512(), nib = _mm512_set1_epi8(0x0f), u128 = _mm512_set1_epi8((char)0x80);
 	int64_t r = r0;
 	for (; r + 1 < r1; r += 2) {
 		const uint8_t *w0 = w + (size_t)r * ws, *w1 = w0 + ws;
@@ -200,17 +214,31 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 		for (int j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
 			const uint8_t *b0 = w0 + (size_t)b * bsz, *b1 = w1 + (size_t)b * bsz;
-			__m512i wz = _mm512_inserti64x4(_mm512_castsi256_si512(emv_load_w(t, b0)), emv_load_w(t, b1), 1);
 			__m512 dw = _mm512_insertf32x8(_mm512_set1_ps(emv_h2f_x(b0)), _mm256_set1_ps(emv_h2f_x(b1)), 1);
-			__m512i aw = _mm512_abs_epi8(wz);
-			__mmask64 neg = _mm512_movepi8_mask(wz);
-			for (int j = 0; j < n; j++) {
-				const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
-				__m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ab + 2)));
-				__m512i sy = _mm512_mask_sub_epi8(av, neg, zero, av);
-				__m512i p = _mm512_dpbusd_epi32(zero, aw, sy);
-				__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(emv_h2f_x(ab)));
-				acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[j]);
+			if (t == EMV_Q4_0) {
+				__m512i q = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2))),
+				                               _mm_loadu_si128((const __m128i *)(b1 + 2)), 2);
+				q = _mm512_shuffle_i32x4(q, q, 0xA0);                            // q0, q0, q1, q1
+				q = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFF00FF00u, q, 4), nib); // lo0, hi0, lo1, hi1
+				for (int j = 0; j < n; j++) {
+					size_t jb = (size_t)j * nb + b;
+					__m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES + 2)));
+					__m512i bias = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
+					__m512i p = _mm512_dpbusd_epi32(bias, q, av);
+					__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(pp->da[jb]));
+					acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[j]);
+				}
+			} else {
+				__m512i wz = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+				                                _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+				__m512i init = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, u128, wz)); // -128*lanesum(w)
+				for (int j = 0; j < n; j++) {
+					size_t jb = (size_t)j * nb + b;
+					__m512i av = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
+					__m512i p = _mm512_dpbusd_epi32(init, av, wz);
+					__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(pp->da[jb]));
+					acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[j]);
+				}
 			}
 		}
 		for (int j = 0; j < n; j++) {
@@ -221,6 +249,38 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	if (r < r1) emv_avx2_row(t, w + (size_t)r * ws, nb, a, as, n, y, ldy, r);
 }
 
+// emv_prep fills the per-activation parts of the AVX-512 kernel for n rows.
+EMV_T_AVX512 static void emv_prep(int t, int nb, const uint8_t *a, size_t as, int n, float *da, uint8_t *aux) {
+	const __m256i ones = _mm256_set1_epi8(1), u128 = _mm256_set1_epi8((char)0x80);
+	for (int j = 0; j < n; j++) {
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
+			size_t jb = (size_t)j * nb + b;
+			da[jb] = emv_h2f_x(ab);
+			__m256i av = _mm256_loadu_si256((const __m256i *)(ab + 2));
+			__m256i v = t == EMV_Q4_0 ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, av), 3))
+			                          : _mm256_xor_si256(av, u128);
+			_mm256_store_si256((__m256i *)(aux + jb * 32), v);
+		}
+	}
+}
+
+// Per-thread scratch for emv_prep (grown, never shrunk; NULL when the
+// allocation fails, and the caller falls back to the AVX2 kernel, which
+// gives the same bits).
+static __thread uint8_t *emv_scratch;
+static __thread size_t emv_scratch_cap;
+
+static uint8_t *emv_scratch_get(size_t bytes) {
+	if (bytes > emv_scratch_cap) {
+		free(emv_scratch);
+		size_t cap = (bytes + 4095) & ~(size_t)4095;
+		emv_scratch = aligned_alloc(64, cap);
+		emv_scratch_cap = emv_scratch ? cap : 0;
+	}
+	return emv_scratch;
+}
+
 // One function per (implementation, type, n): the accumulators stay in
 // registers and the j loop unrolls.
 #define EMV_FN(ISA, T, TN, N)                                                                              \
@@ -229,8 +289,16 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	                                               size_t ldy) {                                           \
 		emv_##ISA##_body(T, w, ws, nb, r0, r1, a, as, N, y, ldy);                                      \
 	}
+#define EMV_FN512(T, TN, N)                                                                                \
+	EMV_T_AVX512 static void emv_AVX512_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,         \
+	                                               int64_t r1, const uint8_t *a, size_t as, float *y,      \
+	                                               size_t ldy, const emv_prep_t *pp) {                     \
+		emv_avx512_n(T, w, ws, nb, r0, r1, a, as, N, y, ldy, pp);                                      \
+	}
 #define emv_AVX2_body emv_avx2_n
-#define emv_AVX512_body emv_avx512_n
+#define EMV_EACH_N512(T, TN)                                                                               \
+	EMV_FN512(T, TN, 1) EMV_FN512(T, TN, 2) EMV_FN512(T, TN, 3) EMV_FN512(T, TN, 4)                      \
+	EMV_FN512(T, TN, 5) EMV_FN512(T, TN, 6) EMV_FN512(T, TN, 7) EMV_FN512(T, TN, 8)
 #define EMV_EACH_N(ISA, T, TN)                                                                             \
 	EMV_FN(ISA, T, TN, 1) EMV_FN(ISA, T, TN, 2) EMV_FN(ISA, T, TN, 3) EMV_FN(ISA, T, TN, 4)              \
 	EMV_FN(ISA, T, TN, 5) EMV_FN(ISA, T, TN, 6) EMV_FN(ISA, T, TN, 7) EMV_FN(ISA, T, TN, 8)
@@ -239,12 +307,14 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	  emv_##ISA##_##TN##_5, emv_##ISA##_##TN##_6, emv_##ISA##_##TN##_7, emv_##ISA##_##TN##_8 }
 EMV_EACH_N(AVX2, EMV_Q8_0, q8)
 EMV_EACH_N(AVX2, EMV_Q4_0, q4)
-EMV_EACH_N(AVX512, EMV_Q8_0, q8)
-EMV_EACH_N(AVX512, EMV_Q4_0, q4)
+EMV_EACH_N512(EMV_Q8_0, q8)
+EMV_EACH_N512(EMV_Q4_0, q4)
+typedef void (*emv_fn512)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, float *, size_t,
+                          const emv_prep_t *);
 static const emv_fn emv_avx2_q8[EMV_MAXN] = EMV_TAB(AVX2, q8);
 static const emv_fn emv_avx2_q4[EMV_MAXN] = EMV_TAB(AVX2, q4);
-static const emv_fn emv_avx512_q8[EMV_MAXN] = EMV_TAB(AVX512, q8);
-static const emv_fn emv_avx512_q4[EMV_MAXN] = EMV_TAB(AVX512, q4);
+static const emv_fn512 emv_avx512_q8[EMV_MAXN] = EMV_TAB(AVX512, q8);
+static const emv_fn512 emv_avx512_q4[EMV_MAXN] = EMV_TAB(AVX512, q4);
 
 static int emv_detect(void) {
 	__builtin_cpu_init();
@@ -279,11 +349,16 @@ int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0,
 		const uint8_t *aj = ap + (size_t)j0 * as;
 		float *yj = y + (size_t)j0 * ldy;
 #if defined(__x86_64__)
-		if (impl == EMV_AVX512VNNI) {
-			(t == EMV_Q8_0 ? emv_avx512_q8 : emv_avx512_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy);
+		uint8_t *scr = impl == EMV_AVX512VNNI && r1 - r0 > 1 ? emv_scratch_get((size_t)nn * nb * 36 + 64) : NULL;
+		if (scr) {
+			float *da = (float *)scr;
+			uint8_t *aux = scr + (((size_t)nn * nb * 4 + 63) & ~(size_t)63);
+			emv_prep(t, nb, aj, as, nn, da, aux);
+			emv_prep_t pp = {da, aux};
+			(t == EMV_Q8_0 ? emv_avx512_q8 : emv_avx512_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy, &pp);
 			continue;
 		}
-		if (impl == EMV_AVX2) {
+		if (impl >= EMV_AVX2) {
 			(t == EMV_Q8_0 ? emv_avx2_q8 : emv_avx2_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy);
 			continue;
 		}
