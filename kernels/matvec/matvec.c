@@ -202,43 +202,83 @@ typedef struct {
 	const uint8_t *aux; // [n][nb][32]: Q4_0: int32 -8*lanesum(a); Q8_0: a+128
 } emv_prep_t;
 
+// One row pair's weights of block b: the 64 bytes dpbusd takes (Q4_0: the
+// raw nibbles, lo0 hi0 lo1 hi1; Q8_0: the signed weights), the scales, and
+// for Q8_0 the accumulator start -128*lanesum(w).
+EMV_T_AVX512 EMV_INLINE void emv_pair_w(int t, const uint8_t *b0, const uint8_t *b1, __m512i *q, __m512 *dw,
+                                        __m512i *init) {
+	*dw = _mm512_insertf32x8(_mm512_set1_ps(emv_h2f_x(b0)), _mm256_set1_ps(emv_h2f_x(b1)), 1);
+	if (t == EMV_Q4_0) {
+		__m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2))),
+		                               _mm_loadu_si128((const __m128i *)(b1 + 2)), 2);
+		v = _mm512_shuffle_i32x4(v, v, 0xA0); // q0, q0, q1, q1
+		*q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0f));
+		*init = _mm512_setzero_si512();
+		return;
+	}
+	*q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+	                        _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+	*init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), *q));
+}
+
+// The integer lanes of one row pair and activation row: Q4_0 starts from
+// -8*lanesum(a) (aux) and multiplies nibbles by a; Q8_0 starts from init
+// and multiplies a+128 (aux) by w.
+EMV_T_AVX512 EMV_INLINE __m512i emv_pair_dot(int t, __m512i q, __m512i init, __m512i av, __m512i aux) {
+	return t == EMV_Q4_0 ? _mm512_dpbusd_epi32(aux, q, av) : _mm512_dpbusd_epi32(init, aux, q);
+}
+
 EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
                                           const uint8_t *a, size_t as, int n, float *y, size_t ldy,
                                           const emv_prep_t *pp) {
 	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
-	const __m512i zero = _mm512_setzero_si512(), nib = _mm512_set1_epi8(0x0f), u128 = _mm512_set1_epi8((char)0x80);
 	int64_t r = r0;
+	// Four rows at a time: two independent fma chains per activation row
+	// (more in flight at n = 1), one activation load for both pairs.
+	for (; r + 3 < r1; r += 4) {
+		const uint8_t *w0 = w + (size_t)r * ws;
+		__m512 acc[EMV_MAXN], acc2[EMV_MAXN];
+		for (int j = 0; j < n; j++) acc[j] = acc2[j] = _mm512_setzero_ps();
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *b0 = w0 + (size_t)b * bsz;
+			__m512i q, q2, init, init2;
+			__m512 dw, dw2;
+			emv_pair_w(t, b0, b0 + ws, &q, &dw, &init);
+			emv_pair_w(t, b0 + 2 * ws, b0 + 3 * ws, &q2, &dw2, &init2);
+			for (int j = 0; j < n; j++) {
+				size_t jb = (size_t)j * nb + b;
+				__m512i av = t == EMV_Q4_0 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES + 2)))
+				                           : _mm512_setzero_si512();
+				__m512i aux = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
+				__m512 da = _mm512_set1_ps(pp->da[jb]);
+				acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(emv_pair_dot(t, q, init, av, aux)), _mm512_mul_ps(dw, da), acc[j]);
+				acc2[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(emv_pair_dot(t, q2, init2, av, aux)), _mm512_mul_ps(dw2, da), acc2[j]);
+			}
+		}
+		for (int j = 0; j < n; j++) {
+			float *yj = y + (size_t)j * ldy + r;
+			yj[0] = emv_hsum256(_mm512_castps512_ps256(acc[j]));
+			yj[1] = emv_hsum256(_mm512_extractf32x8_ps(acc[j], 1));
+			yj[2] = emv_hsum256(_mm512_castps512_ps256(acc2[j]));
+			yj[3] = emv_hsum256(_mm512_extractf32x8_ps(acc2[j], 1));
+		}
+	}
 	for (; r + 1 < r1; r += 2) {
-		const uint8_t *w0 = w + (size_t)r * ws, *w1 = w0 + ws;
+		const uint8_t *w0 = w + (size_t)r * ws;
 		__m512 acc[EMV_MAXN];
 		for (int j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
-			const uint8_t *b0 = w0 + (size_t)b * bsz, *b1 = w1 + (size_t)b * bsz;
-			__m512 dw = _mm512_insertf32x8(_mm512_set1_ps(emv_h2f_x(b0)), _mm256_set1_ps(emv_h2f_x(b1)), 1);
-			if (t == EMV_Q4_0) {
-				__m512i q = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2))),
-				                               _mm_loadu_si128((const __m128i *)(b1 + 2)), 2);
-				q = _mm512_shuffle_i32x4(q, q, 0xA0);                            // q0, q0, q1, q1
-				q = _mm512_and_si512(_mm512_mask_srli_epi16(q, 0xFF00FF00u, q, 4), nib); // lo0, hi0, lo1, hi1
-				for (int j = 0; j < n; j++) {
-					size_t jb = (size_t)j * nb + b;
-					__m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES + 2)));
-					__m512i bias = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
-					__m512i p = _mm512_dpbusd_epi32(bias, q, av);
-					__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(pp->da[jb]));
-					acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[j]);
-				}
-			} else {
-				__m512i wz = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
-				                                _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
-				__m512i init = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, u128, wz)); // -128*lanesum(w)
-				for (int j = 0; j < n; j++) {
-					size_t jb = (size_t)j * nb + b;
-					__m512i av = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
-					__m512i p = _mm512_dpbusd_epi32(init, av, wz);
-					__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(pp->da[jb]));
-					acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), s, acc[j]);
-				}
+			const uint8_t *b0 = w0 + (size_t)b * bsz;
+			__m512i q, init;
+			__m512 dw;
+			emv_pair_w(t, b0, b0 + ws, &q, &dw, &init);
+			for (int j = 0; j < n; j++) {
+				size_t jb = (size_t)j * nb + b;
+				__m512i av = t == EMV_Q4_0 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES + 2)))
+				                           : _mm512_setzero_si512();
+				__m512i aux = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
+				__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(pp->da[jb]));
+				acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(emv_pair_dot(t, q, init, av, aux)), s, acc[j]);
 			}
 		}
 		for (int j = 0; j < n; j++) {
