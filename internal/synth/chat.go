@@ -67,7 +67,11 @@ var ChatFamilies = map[string]ChatFamily{
 const (
 	tokenNormal  = 1
 	tokenControl = 3
+	tokenUnused  = 5
 )
+
+// vocabPad is the multiple a vocabulary with added tokens is padded to.
+const vocabPad = 64
 
 // addChat adds family cf's chat format to a vocabulary's tokenizer.* KVs:
 // the template (unless the vocabulary has one), the control tokens it
@@ -88,8 +92,8 @@ func addChat(kvs []gguf.KV, cf ChatFamily) ([]gguf.KV, int, error) {
 	if ti < 0 {
 		return nil, 0, fmt.Errorf("vocabulary has no tokenizer.ggml.tokens")
 	}
-	tokens, _ := kvs[ti].Value.Strs()
-	tokens = slices.Clone(tokens)
+	base, _ := kvs[ti].Value.Strs()
+	tokens := slices.Clone(base)
 	var types []int32
 	if i := idx("tokenizer.ggml.token_type"); i >= 0 {
 		t, ok := kvs[i].Value.Int32Array()
@@ -116,6 +120,19 @@ func addChat(kvs []gguf.KV, cf ChatFamily) ([]gguf.KV, int, error) {
 		tokens, types = append(tokens, c), append(types, tokenControl)
 		if si >= 0 {
 			scores = append(scores, 0)
+		}
+	}
+	// Converted models list padding tokens up to the embedding's rows,
+	// which are a round number (Qwen2.5 151936, Phi-3 32064): pad what was
+	// added to a multiple of vocabPad, as UNUSED "[PADn]" tokens (as
+	// convert_hf_to_gguf.py names them), so the output matrix's rows still
+	// split into ggml's repacked row groups.
+	if added := len(tokens) > len(base); added {
+		for len(tokens)%vocabPad != 0 {
+			tokens, types = append(tokens, fmt.Sprintf("[PAD%d]", len(tokens))), append(types, tokenUnused)
+			if si >= 0 {
+				scores = append(scores, 0)
+			}
 		}
 	}
 	kvs[ti].Value = gguf.Strings(tokens)
