@@ -195,24 +195,6 @@ func edgellm_tokenize(h C.edgellm_engine, text *C.char, flags C.int32_t, tokens 
 	return done(err, statusInternal)
 }
 
-// tokenize is v.Tokenize, or with parseSpecial its special-token parsing
-// (both engines' vocabularies have it: host.SpecialTokenizer), which adds
-// BOS once even when the text writes it (as host.TokenizeChat).
-func tokenize(v host.Vocab, text string, addSpecial, parseSpecial bool) ([]int32, error) {
-	if !parseSpecial {
-		return v.Tokenize(text, addSpecial)
-	}
-	st, ok := v.(host.SpecialTokenizer)
-	if !ok {
-		return nil, fmt.Errorf("the vocabulary (%T) cannot parse special tokens", v)
-	}
-	toks, err := st.TokenizeSpecial(text, addSpecial)
-	if bos := v.BOS(); err == nil && addSpecial && bos >= 0 && len(toks) >= 2 && toks[0] == bos && toks[1] == bos {
-		toks = toks[1:]
-	}
-	return toks, err
-}
-
 // putText copies text into buf (cap bytes) with a NUL, or says how much is
 // needed.
 func putText(fn string, text []byte, buf *C.char, capacity C.size_t, nOut *C.size_t) error {
