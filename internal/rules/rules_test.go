@@ -105,7 +105,7 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/synth"}, []string{"synth.go", "synthdefault.go"}, "synth writes synthetic models"},
 	{"cmd/edgellm", []string{"internal/logitlog"}, []string{"runsteps.go"}, "run --logits writes the logit log format"},
 	{"cmd/edgellm", []string{"internal/shareddir"}, []string{"model.go"}, "default model paths come from the shared-directory rule"},
-	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go"},
+	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go", "benchkernels.go"},
 		"the speculation, repack and spin sweeps measure thread and process CPU time"},
 	{"cmd/edgellm", []string{"internal/native"}, []string{"benchspecmodel.go"}, "the speculation cost model is fitted on native engine runs"},
 	{"cmd/edgellm", []string{"internal/parity"}, []string{"parity.go"}, "parity compares the engines on a model file"},
