@@ -50,7 +50,7 @@ type LoadOptions struct {
 	// time to first token and peak RSS from a cold page cache per value.
 	WillNeedLayers int
 	// Kernels is, on the native engine, which kernels compute the weight
-	// matmuls of decode steps and verify batches (up to 8 tokens): "" or
+	// matmuls of decode steps and verify batches (up to 9 tokens: K+1): "" or
 	// "ggml" (ggml's), "edgellm" (edgellm's own Q8_0/Q4_0 kernels, batch-
 	// invariant; repacked matrices and other types keep ggml's). The
 	// llamacpp engine has only ggml's: "edgellm" there is an error.

@@ -34,10 +34,12 @@ import "C"
 import "github.com/edgellm/edgellm/kernels/matvec"
 
 // EdgellmMaxN is the largest number of activation rows (tokens) for which
-// MulMatEdgellm uses edgellm's kernels: decode and speculative verify
-// batches. Larger batches (prefill) stay on ggml's mul_mat, whose blocked
-// kernels are built for them.
-const EdgellmMaxN = matvec.MaxN
+// MulMatEdgellm uses edgellm's kernels: decode steps and speculative
+// verify batches, up to K+1 = 9 rows (abi.MaxSpecK 8; the ninth row takes
+// a second pass over the weights, matvec.MaxN being 8). Larger batches
+// (prefill) stay on ggml's mul_mat, whose blocked kernels are built for
+// them.
+const EdgellmMaxN = matvec.MaxN + 1
 
 var edgellmFn = matvec.CFunc()
 

@@ -76,7 +76,7 @@ func edgellmProblem(tb testing.TB, wt GGMLType, rows, k int, seed int64) ([]byte
 	if _, err := QuantizeRows(uint32(wt), wf, w, rows, k); err != nil {
 		tb.Fatal(err)
 	}
-	x := make([]float32, matvec.MaxN*k)
+	x := make([]float32, EdgellmMaxN*k)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64() * 3)
 	}
@@ -87,6 +87,7 @@ func edgellmProblem(tb testing.TB, wt GGMLType, rows, k int, seed int64) ([]byte
 // of ggml's Q8_0 quantisation (the vector operand of ggml's mul_mat).
 func TestEdgellmActsMatchGGML(t *testing.T) {
 	_, x := edgellmProblem(t, GGMLTypeQ8_0, 1, 512, 1)
+	x = x[:matvec.MaxN*512]
 	a, _ := matvec.NewActivations(512)
 	if err := a.Set(x); err != nil {
 		t.Fatal(err)
@@ -104,13 +105,13 @@ func TestEdgellmActsMatchGGML(t *testing.T) {
 
 // TestMulMatEdgellm: the custom op in a ggml graph (ggml's cast to Q8_0,
 // ggml's thread pool splitting rows) gives exactly matvec.Mul's bits, row j
-// of an n-row graph is bitwise the 1-row graph for every n and thread
+// of an n-row graph (n = 1..EdgellmMaxN) is bitwise the 1-row graph for every n and thread
 // count, and the result is within the derived tolerance of ggml's mul_mat.
 func TestMulMatEdgellm(t *testing.T) {
 	const rows, k = 67, 512 // odd rows: the row-pair tail and uneven splits
 	for _, wt := range []GGMLType{GGMLTypeQ8_0, GGMLTypeQ4_0} {
 		w, x := edgellmProblem(t, wt, rows, k, 2)
-		single := make([][]float32, matvec.MaxN)
+		single := make([][]float32, EdgellmMaxN)
 		g1 := newMMGraph(t, wt, w, rows, k, 1, 1, true)
 		if op := g1.out.OpName(); op != "CUSTOM" {
 			t.Fatalf("%s: MulMatEdgellm built %s, want the custom op", wt, op)
@@ -129,7 +130,7 @@ func TestMulMatEdgellm(t *testing.T) {
 				}
 			}
 		}
-		for n := 1; n <= matvec.MaxN; n++ {
+		for n := 1; n <= EdgellmMaxN; n++ {
 			for threads := 1; threads <= 3; threads++ {
 				own := newMMGraph(t, wt, w, rows, k, n, threads, true).run(t, x[:n*k])
 				ref := newMMGraph(t, wt, w, rows, k, n, threads, false).run(t, x[:n*k])
