@@ -39,6 +39,7 @@ func init() {
 			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
 			fs.Int("hogs", 0, "with --spin-sweep: run this many CPU hogs (a process spinning one thread pinned to each of the first N allowed CPUs) during the sweep")
 			fs.Bool("activations", false, "native engine: activation memory of a -p token prefill and of a decode step after it, ggml's graph allocator against keeping every intermediate tensor (no decoding)")
+			fs.Bool("frag", false, "with --activations: decode -p + -n positions with the KV window changed every eighth of them and report each graph's ggml allocator bytes ÷ peak live bytes (fragmentation)")
 			fs.Bool("warm-start", false, "native engine: time to first token and peak RSS of whole run processes from a cold page cache, per --willneed-layers value (none, 2, 3, all), -r repeats in turn")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
@@ -68,6 +69,7 @@ type benchOptions struct {
 	RepackSweep      bool     `koanf:"repack-sweep"`
 	SpinSweep        bool     `koanf:"spin-sweep"`
 	Activations      bool     `koanf:"activations"`
+	Frag             bool     `koanf:"frag"`
 	WarmStart        bool     `koanf:"warm-start"`
 	Hogs             int      `koanf:"hogs"`
 	JSON             bool     `koanf:"json"`
@@ -203,6 +205,12 @@ func runBench(c *cmdEnv, args []string) error {
 		if o.NPredict < 3 {
 			return usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up); the context %d leaves too little", o.NPredict, o.Ctx)
 		}
+	}
+	if o.Frag && !o.Activations {
+		return usagef("--frag is for --activations")
+	}
+	if o.Activations && o.Frag {
+		return runFrag(c, path, label, o)
 	}
 	if o.Activations {
 		return runActivations(c, path, label, o)
