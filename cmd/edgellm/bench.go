@@ -30,6 +30,7 @@ func init() {
 			addKVTypeFlag(fs)
 			addAttentionFlag(fs)
 			addEngineFlag(fs)
+			addWindowFlags(fs)
 			fs.String("compare", "", "second engine, measured in the same process with repeats interleaved; reports --engine/--compare ratios")
 			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
@@ -75,6 +76,7 @@ type benchOptions struct {
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
 	benchSpecOptions `koanf:",squash"`
+	windowOptions    `koanf:",squash"`
 }
 
 // benchText is the prompt text: tokenized and repeated to the prompt length.
@@ -206,6 +208,9 @@ func runBench(c *cmdEnv, args []string) error {
 			return usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up); the context %d leaves too little", o.NPredict, o.Ctx)
 		}
 	}
+	if (o.windowOptions.set() || o.Evict != "drop") && (o.Activations || o.WarmStart || o.RepackSweep || o.SpinSweep || o.Spec != "") {
+		return usagef("--window, --anchors, --layer-windows and --evict are for the throughput bench (not --activations, --warm-start, --repack-sweep, --spin-sweep or --spec)")
+	}
 	if o.Frag && !o.Activations {
 		return usagef("--frag is for --activations")
 	}
@@ -239,6 +244,11 @@ func runBench(c *cmdEnv, args []string) error {
 	bo := bench.Options{Engine: o.Engine, NPrompt: o.NPrompt, NGen: o.NPredict, Repeats: o.Repeats,
 		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, Repack: o.Repack,
 		Text: string(text), TextName: benchText, Progress: c.Stderr}
+	if o.windowOptions.set() || o.Evict != "drop" {
+		bo.Setup = func(eng host.Engine, sess host.Session) error {
+			return applyWindow(c, o.windowOptions, eng, sess, o.Ctx, false)
+		}
+	}
 	c.Logf("bench: %s, %d prompt + %d generated tokens, %d repeats", label, o.NPrompt, o.NPredict, o.Repeats)
 	roofline := func(...*bench.Result) {}
 	if o.Bandwidth && !o.JSON {
@@ -309,6 +319,11 @@ func printResults(w io.Writer, rs ...*bench.Result) {
 	tw.Flush()
 	if len(rs) > 0 {
 		fmt.Fprintf(w, "model %s; medians of %d repeats; prompt: %s\n", rs[0].Model, rs[0].Repeats, rs[0].PromptSource)
+		for _, r := range rs {
+			if r.KVEvict != "" && r.KVEvict != "drop" {
+				fmt.Fprintf(w, "%s: KV window eviction %s\n", r.Engine, r.KVEvict)
+			}
+		}
 	}
 	printHonesty(w, rs...)
 }
