@@ -28,6 +28,7 @@ func TestBenchActivationsFrag(t *testing.T) {
 	sched := fragSchedule(256, 5)
 	phases := map[string]int{}
 	lo, hi, sum := 1e9, 0.0, 0.0
+	var maxPeak, maxBuf int64
 	next := 0
 	for _, g := range rep.Graphs {
 		phases[g.Phase]++
@@ -40,6 +41,7 @@ func TestBenchActivationsFrag(t *testing.T) {
 			t.Errorf("graph %+v: allocated ÷ peak live %.3f", g, r)
 		}
 		lo, hi, sum = min(lo, r), max(hi, r), sum+r
+		maxPeak, maxBuf = max(maxPeak, g.PeakLive), max(maxBuf, g.Buffer)
 		switch {
 		case strings.HasPrefix(g.Phase, "per-layer") && len(g.Rings) < 2,
 			strings.HasPrefix(g.Phase, "uniform") && len(g.Rings) != 1:
@@ -51,6 +53,9 @@ func TestBenchActivationsFrag(t *testing.T) {
 	}
 	if n := float64(len(rep.Graphs)); rep.AllocOverPeakMax != hi || rep.AllocOverPeakMean < sum/n*(1-1e-12) || rep.AllocOverPeakMean > sum/n*(1+1e-12) || lo > rep.AllocOverPeakMean {
 		t.Errorf("max %.4f mean %.4f; rows give max %.4f mean %.4f", rep.AllocOverPeakMax, rep.AllocOverPeakMean, hi, sum/n)
+	}
+	if want := float64(maxBuf) / float64(maxPeak); rep.BufferOverMaxPeak != want || want < 1 {
+		t.Errorf("largest buffer ÷ largest peak live %.4f, want %.4f (≥ 1: the buffer holds the largest graph)", rep.BufferOverMaxPeak, want)
 	}
 	if _, errs, code := runCLI(t, "bench", "-m", m, "--frag"); code != 2 || !strings.Contains(errs, "--frag is for --activations") {
 		t.Errorf("--frag alone: exit %d, %q", code, errs)
