@@ -112,6 +112,9 @@ func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Specula
 	if sp.d, err = s.newDrafter(spec); err != nil {
 		return nil, err
 	}
+	if p := s.eng.opts.SynthAgree; p > 0 {
+		sp.d = &synthMiss{drafter: sp.d, p: p, nVocab: int32(nv)}
+	}
 	return sp, nil
 }
 

@@ -72,7 +72,11 @@ func (g *shapeGraphs) bytes() int64 {
 // KV arena (DraftKVBytes).
 func (sp *Speculator) ComputeBytes() int64 {
 	n := sp.graphs.bytes()
-	switch d := sp.d.(type) {
+	d := sp.d
+	if m, ok := d.(*synthMiss); ok {
+		d = m.drafter
+	}
+	switch d := d.(type) {
 	case *passDrafter:
 		n += d.p.ga.BufferSize()
 	case *modelDrafter:
