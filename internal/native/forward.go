@@ -68,7 +68,7 @@ type graph struct {
 	// every layer on ring 0).
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
-	logits     kernels.Tensor // F32 [n_vocab, n_out]
+	logits kernels.Tensor // F32 [n_vocab, n_out]
 
 	// layerEnd[il] is the number of graph nodes up to the end of layer il
 	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
