@@ -42,7 +42,6 @@ func (s *Session) ActivationMemory(nTok, nKV int) (ActivationMemory, error) {
 		key.setNKV(r, min(nKV, rg.end))
 	}
 	s.gr.ringOf = s.ringOf
-	s.gr.synthFrom, s.gr.synthEps, s.gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 	defer func() { s.gr.key = graphKey{} }() // measured, not allocated: the next decode rebuilds
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)
@@ -69,7 +68,6 @@ func (s *Session) LastGraphMemory() (ActivationMemory, error) {
 	}
 	defer g.Close()
 	g.ringOf = s.ringOf
-	g.synthFrom, g.synthEps, g.synthAgree = s.gr.synthFrom, s.gr.synthEps, s.gr.synthAgree
 	if err := g.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)
 	}
