@@ -68,12 +68,6 @@ type graph struct {
 	// every layer on ring 0).
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
-	// synthFrom and synthEps (Options.SynthScaleFrom/Eps, SYNTHETIC): the
-	// attention and FFN outputs of layers ≥ synthFrom are scaled by synthEps.
-	synthFrom  int
-	synthEps   float32
-	synthAgree float32        // Options.SynthAgree (synthmix.go); 0 = off
-	synthRow   kernels.Tensor // F32 [1, n_tok]: per-row scale of the mix
 	// ownKernels (Options.Kernels "edgellm"): weight matmuls go through
 	// matmul to edgellm's kernels where they apply.
 	ownKernels bool
@@ -157,10 +151,6 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	g.outIDs = kernels.Tensor{}
 	if key.nOut < key.nTok {
 		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
-	}
-	g.synthRow = kernels.Tensor{}
-	if g.synthAgree > 0 && len(layers) > g.synthFrom { // a skip:N graph has no row
-		g.synthRow = input(kernels.GGMLTypeF32, "inp_synth_scale", 1, nTok)
 	}
 	if g.g == nil {
 		g.g = new(kernels.Graph)
@@ -294,7 +284,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		if fam.PostNorms {
 			a = norm(a, l.PostAttnNorm)
 		}
-		x = c.Add(g.synthOut(c, a, il, last(il)), x)
+		x = c.Add(a, x)
 
 		// gated feed-forward: SwiGLU, GeGLU (Gemma) or SwiGLU over a fused
 		// gate-up product (Phi-3)
@@ -312,7 +302,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		if fam.PostNorms {
 			ffn = norm(ffn, l.PostFFNNorm)
 		}
-		x = c.Add(g.synthOut(c, ffn, il, last(il)), x)
+		x = c.Add(ffn, x)
 		gr.Expand(x)
 		g.layerEnd = append(g.layerEnd, gr.NNodes())
 	}
