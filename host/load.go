@@ -49,6 +49,12 @@ type LoadOptions struct {
 	// WillNeedAll, WillNeedNone. docs/BENCHMARKS.md "Warm start" has the
 	// time to first token and peak RSS from a cold page cache per value.
 	WillNeedLayers int
+	// Kernels is, on the native engine, which kernels compute the weight
+	// matmuls of decode steps and verify batches (up to 9 tokens: K+1): "" or
+	// "ggml" (ggml's), "edgellm" (edgellm's own Q8_0/Q4_0 kernels, batch-
+	// invariant; repacked matrices and other types keep ggml's). The
+	// llamacpp engine has only ggml's: "edgellm" there is an error.
+	Kernels string
 	// Notices receives one-line notices (engine fallback); nil discards them.
 	Notices io.Writer
 }
@@ -79,6 +85,15 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	}
 	if opts.RepackLayers < RepackNone {
 		return nil, fmt.Errorf("LoadOptions.RepackLayers %d: want ≥ 0 (0 = all) or RepackNone", opts.RepackLayers)
+	}
+	switch opts.Kernels {
+	case "", "ggml":
+	case "edgellm":
+		if kind == "llamacpp" {
+			return nil, fmt.Errorf("LoadOptions.Kernels %q: the llamacpp engine runs ggml's kernels only", opts.Kernels)
+		}
+	default:
+		return nil, fmt.Errorf("LoadOptions.Kernels %q (want ggml or edgellm)", opts.Kernels)
 	}
 	first := path
 	if len(opts.Tiers) > 0 {
@@ -132,6 +147,9 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 		case nativeLoader != nil:
 			fmt.Fprintf(notices, "edgellm: architecture %q is not supported by the native engine; using llamacpp\n", f.Arch())
 		}
+	}
+	if opts.Kernels == "edgellm" {
+		return nil, fmt.Errorf("%s: LoadOptions.Kernels \"edgellm\" needs the native engine", first)
 	}
 	if len(opts.LayerSets) > 0 {
 		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a model of a family it runs", first)

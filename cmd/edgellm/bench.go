@@ -31,7 +31,8 @@ func init() {
 			addAttentionFlag(fs)
 			addEngineFlag(fs)
 			addWindowFlags(fs)
-			fs.String("compare", "", "second engine, measured in the same process with repeats interleaved; reports --engine/--compare ratios")
+			fs.String("compare", "", "second engine (or two, comma-separated: a third column), measured in the same process with repeats interleaved; reports --engine/--compare ratios")
+			addKernelsFlag(fs)
 			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
@@ -42,6 +43,7 @@ func init() {
 			fs.Bool("activations", false, "native engine: activation memory of a -p token prefill and of a decode step after it, ggml's graph allocator against keeping every intermediate tensor (no decoding)")
 			fs.Bool("frag", false, "with --activations: decode -p + -n positions with the KV window changed every eighth of them and report each graph's ggml allocator bytes ÷ peak live bytes (fragmentation)")
 			fs.Bool("warm-start", false, "native engine: time to first token and peak RSS of whole run processes from a cold page cache, per --willneed-layers value (none, 2, 3, all), -r repeats in turn")
+			fs.Bool("kernels-vn", false, "native engine: forward time of a batch of n = 1..8 tokens (logits on every row) with ggml's kernels, edgellm's (and with --repack both repacked), interleaved in one process: v(n), weight GB/s, % of the memory bandwidth measured in the same run, ggml ÷ this")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
 			addBenchSpecFlags(fs)
@@ -66,7 +68,9 @@ type benchOptions struct {
 	Tiers            []string `koanf:"tiers"`
 	CtxTokens        int      `koanf:"ctx-tokens"`
 	Repack           bool     `koanf:"repack"`
+	Kernels          string   `koanf:"kernels"`
 	Bandwidth        bool     `koanf:"bandwidth"`
+	KernelsVn        bool     `koanf:"kernels-vn"`
 	RepackSweep      bool     `koanf:"repack-sweep"`
 	SpinSweep        bool     `koanf:"spin-sweep"`
 	Activations      bool     `koanf:"activations"`
@@ -88,7 +92,7 @@ func validEngine(flag, e string) error {
 	case "auto", "native", "llamacpp":
 		return nil
 	}
-	return usagef("%s %q: want auto, native or llamacpp, optionally with %s", flag, e, bench.RepackSuffix)
+	return usagef("%s %q: want auto, native or llamacpp, optionally with %s and (native) %s", flag, e, bench.RepackSuffix, bench.KernelsSuffix)
 }
 
 // check validates the flags that do not need the model.
@@ -138,9 +142,16 @@ func (o *benchOptions) check(args []string) (host.KVType, error) {
 		return "", usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up)", o.NPredict)
 	}
 	if o.Compare != "" {
-		if err := validEngine("--compare", o.Compare); err != nil {
-			return "", err
+		for _, e := range strings.Split(o.Compare, ",") {
+			if err := validEngine("--compare", e); err != nil {
+				return "", err
+			}
 		}
+	}
+	switch o.Kernels {
+	case "", "ggml", "edgellm":
+	default:
+		return "", usagef("--kernels %q: want ggml or edgellm", o.Kernels)
 	}
 	return kv, nil
 }
@@ -238,11 +249,14 @@ func runBench(c *cmdEnv, args []string) error {
 		}
 		return runSpinSweep(c, path, o, text)
 	}
+	if o.KernelsVn {
+		return runKernelsVn(c, path, o)
+	}
 	if o.Spec != "" {
 		return runBenchSpec(c, o, o.benchSpecOptions, path, text)
 	}
 	bo := bench.Options{Engine: o.Engine, NPrompt: o.NPrompt, NGen: o.NPredict, Repeats: o.Repeats,
-		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, Repack: o.Repack,
+		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, Repack: o.Repack, Kernels: o.Kernels,
 		Text: string(text), TextName: benchText, Progress: c.Stderr}
 	if o.windowOptions.set() || o.Evict != "drop" {
 		bo.Setup = func(eng host.Engine, sess host.Session) error {
@@ -260,19 +274,27 @@ func runBench(c *cmdEnv, args []string) error {
 		roofline = func(rs ...*bench.Result) { printRoofline(c.Stdout, st.Size(), bw, rs...) }
 	}
 	if o.Compare != "" {
-		r, err := bench.Compare(c.Ctx, path, o.Engine, o.Compare, bo)
+		r, err := bench.CompareAll(c.Ctx, path, o.Engine, strings.Split(o.Compare, ","), bo)
 		if err != nil {
 			return benchErr(err)
 		}
 		if o.JSON {
 			return writeJSON(c.Stdout, r)
 		}
-		printResults(c.Stdout, r.A, r.B)
-		roofline(r.A, r.B)
-		fmt.Fprintf(c.Stdout, "ratio A/B: prefill %.3f  decode %.3f   (process peak with both loaded: RSS %.1f MiB, PSS %.1f MiB)\n",
+		rs := []*bench.Result{r.A, r.B}
+		if r.C != nil {
+			rs = append(rs, r.C)
+		}
+		printResults(c.Stdout, rs...)
+		roofline(rs...)
+		fmt.Fprintf(c.Stdout, "ratio A/B: prefill %.3f  decode %.3f   (process peak with all loaded: RSS %.1f MiB, PSS %.1f MiB)\n",
 			r.PrefillRatio, r.DecodeRatio, r.RSSPeakMB, r.PSSPeakMB)
 		fmt.Fprintf(c.Stdout, "ratio A/B over thread CPU time: prefill %.3f  decode %.3f   (robust to a busy machine with --threads 1)\n",
 			r.PrefillCPURatio, r.DecodeCPURatio)
+		if r.C != nil {
+			fmt.Fprintf(c.Stdout, "ratio A/C: prefill %.3f  decode %.3f; over thread CPU time: prefill %.3f  decode %.3f\n",
+				r.PrefillRatioC, r.DecodeRatioC, r.PrefillCPURatioC, r.DecodeCPURatioC)
+		}
 		return nil
 	}
 	r, err := bench.Run(c.Ctx, path, bo)

@@ -55,7 +55,7 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 		return err
 	}
 	threads := o.Threads
-	eng, err := loadSpecModel(path, so, threads, o.Repack)
+	eng, err := loadSpecModel(path, so, threads, o.Repack, o.Kernels)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,11 @@ import (
 // not options of the public host.LoadOptions.
 
 // loadSpecModel loads the target model of bench --spec (with bench's
-// --repack, the repacked weights' kernels: their batch costs set v(n)).
-func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool) (host.Engine, error) {
+// --repack, the repacked weights' kernels, and with --kernels edgellm
+// edgellm's: their batch costs set v(n)).
+func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool, kern string) (host.Engine, error) {
 	if so.SynthAgree == 0 && so.SynthFrom == 0 {
-		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets, Repack: repack})
+		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets, Repack: repack, Kernels: kern})
 	}
 	if so.SynthAgree <= 0 || so.SynthAgree > 1 || so.SynthFrom < 1 {
 		return nil, usagef("--synth-from N (≥ 1) and --synth-agree P (0 < P ≤ 1) go together (got %d and %g)", so.SynthFrom, so.SynthAgree)
@@ -38,7 +39,7 @@ func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool) (
 	if err := synth.ZeroFrom(path, pair, so.SynthFrom); err != nil {
 		return nil, err
 	}
-	return native.Load(pair, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack, SynthAgree: so.SynthAgree})
+	return native.Load(pair, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack, Kernels: kern, SynthAgree: so.SynthAgree})
 }
 
 // attachBenchDraft is host.AttachDraft with --spec's usage errors.

@@ -32,6 +32,10 @@ func addEngineFlag(fs *pflag.FlagSet) {
 	fs.String("engine", "auto", "engine: auto (native for llama, qwen2, qwen3, gemma2, gemma3 and phi3 models, else llamacpp), native or llamacpp")
 }
 
+func addKernelsFlag(fs *pflag.FlagSet) {
+	fs.String("kernels", "ggml", "native engine: kernels of the weight matmuls in decode steps and verify batches (up to 9 tokens: K+1): ggml, or edgellm (edgellm's own Q8_0/Q4_0 kernels, batch-invariant; repacked matrices and other types keep ggml's)")
+}
+
 func addJSONFlag(fs *pflag.FlagSet) {
 	fs.Bool("json", false, "print JSON on stdout")
 }

@@ -19,6 +19,7 @@ func addRunStatsFlags(fs *pflag.FlagSet) {
 	fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file (memory pressure then cannot be relieved by dropping page cache)")
 	fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K matrices) into ggml's interleaved layouts on either engine: faster matrix products, paid for in anonymous memory the kernel cannot reclaim under pressure (stderr reports how much)")
 	fs.String("repack-layers", "all", "with --repack on the native engine: units repacked at load, layers from 0 up then the output head (N, or all; 0 = none): the rest read the mapped file until a policy repacks them (ABI 1.4 repack_layers)")
+	addKernelsFlag(fs)
 	fs.String("willneed-layers", "2", "native engine: leading layers (and the output head) read ahead at load so the first token does not wait on page faults (N, all, or none)")
 	fs.String("stats-json", "", "write per-token timestamps, tier and decisions as JSONL to this file (for edgellm scenario)")
 	fs.String("logits-out", "", "write the prompt, each generated token and the raw logits it was sampled from to this binary file (internal/logitlog; edgellm scenario measures KL against the highest tier from it)")
@@ -29,6 +30,7 @@ type runStatsOptions struct {
 	Repack       bool   `koanf:"repack"`
 	RepackLayers string `koanf:"repack-layers"`
 	WillNeed     string `koanf:"willneed-layers"`
+	Kernels      string `koanf:"kernels"`
 	StatsJSON    string `koanf:"stats-json"`
 	LogitsOut    string `koanf:"logits-out"`
 }

@@ -42,6 +42,7 @@ func (s *Session) ActivationMemory(nTok, nKV int) (ActivationMemory, error) {
 		key.setNKV(r, min(nKV, rg.end))
 	}
 	s.gr.ringOf = s.ringOf
+	s.gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 	defer func() { s.gr.key = graphKey{} }() // measured, not allocated: the next decode rebuilds
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)

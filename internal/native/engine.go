@@ -65,7 +65,20 @@ type Options struct {
 	// changes it later); 0 = all, RepackNone = none (the buffer is
 	// reserved, untouched, for a later SetRepackLayers).
 	RepackLayers int
+	// Kernels chooses the kernels of the weight matmuls in batches of up
+	// to kernels.EdgellmMaxN tokens (decode steps, speculative verify):
+	// "" or KernelsGGML is ggml's mul_mat; KernelsEdgellm is edgellm's own
+	// (kernels.MulMatEdgellm) for plain Q8_0 and Q4_0 matrices. Other
+	// types, larger batches (prefill) and repacked matrices (ggml's
+	// interleaved layout) keep ggml's kernels.
+	Kernels string
 }
+
+// Options.Kernels values.
+const (
+	KernelsGGML    = "ggml"
+	KernelsEdgellm = "edgellm"
+)
 
 // RepackNone as Options.RepackLayers repacks nothing at load.
 const RepackNone = engine.RepackNone
@@ -160,6 +173,11 @@ func Load(path string, opts Options) (*Engine, error) {
 	}
 	if opts.Repack && !kernels.RepackAvailable() {
 		return nil, fmt.Errorf("native: %w", kernels.ErrNoRepack)
+	}
+	switch opts.Kernels {
+	case "", KernelsGGML, KernelsEdgellm:
+	default:
+		return nil, fmt.Errorf("native: kernels %q (want %q or %q)", opts.Kernels, KernelsGGML, KernelsEdgellm)
 	}
 	// Every header is parsed and checked before anything is mapped.
 	headers := make([]*weightsHeader, 0, 1+len(opts.ExtraSets))

@@ -68,7 +68,10 @@ type graph struct {
 	// every layer on ring 0).
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
-	logits kernels.Tensor // F32 [n_vocab, n_out]
+	// ownKernels (Options.Kernels "edgellm"): weight matmuls go through
+	// matmul to edgellm's kernels where they apply.
+	ownKernels bool
+	logits     kernels.Tensor // F32 [n_vocab, n_out]
 
 	// layerEnd[il] is the number of graph nodes up to the end of layer il
 	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
@@ -212,14 +215,14 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		// q/k norms, RoPE
 		var q, k, v kernels.Tensor
 		if fam.FusedQKV {
-			qkv := c.MulMat(l.Wqkv, h) // [(n_head+2 n_head_kv) hd, n_tok]
+			qkv := g.matmul(c, l.Wqkv, h) // [(n_head+2 n_head_kv) hd, n_tok]
 			f32 := int64(4)
 			q = c.View(qkv, 0, []int64{hd, nh, nTok}, []int64{hd * f32, qkv.Nb(1)})
 			k = c.View(qkv, hd*nh*f32, []int64{hd, nhkv, nTok}, []int64{hd * f32, qkv.Nb(1)})
 			v = c.View(qkv, (hd*nh+embdKV)*f32, []int64{embdKV, nTok}, []int64{qkv.Nb(1)})
 			v = c.Cont(v, embdKV, nTok)
 		} else {
-			q, k, v = c.MulMat(l.Wq, h), c.MulMat(l.Wk, h), c.MulMat(l.Wv, h)
+			q, k, v = g.matmul(c, l.Wq, h), g.matmul(c, l.Wk, h), g.matmul(c, l.Wv, h)
 			if !l.Bq.Nil() {
 				q = c.Add(q, l.Bq)
 			}
@@ -271,7 +274,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			kqv := c.MulMat(vt, kq)       // [hd, n_tok, n_head]
 			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nTok)
 		}
-		a = c.MulMat(l.Wo, a)
+		a = g.matmul(c, l.Wo, a)
 
 		if last(il) {
 			// only the rows that want logits go on
@@ -289,13 +292,13 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		var f kernels.Tensor
 		switch {
 		case fam.FusedGateUp:
-			f = c.SwiGLU(c.MulMat(l.WUp, h))
+			f = c.SwiGLU(g.matmul(c, l.WUp, h))
 		case fam.GeGLU:
-			f = c.GeGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
+			f = c.GeGLUSplit(g.matmul(c, l.WGate, h), g.matmul(c, l.WUp, h))
 		default:
-			f = c.SwiGLUSplit(c.MulMat(l.WGate, h), c.MulMat(l.WUp, h))
+			f = c.SwiGLUSplit(g.matmul(c, l.WGate, h), g.matmul(c, l.WUp, h))
 		}
-		ffn := c.MulMat(l.WDown, f)
+		ffn := g.matmul(c, l.WDown, f)
 		if fam.PostNorms {
 			ffn = norm(ffn, l.PostFFNNorm)
 		}
@@ -304,8 +307,8 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		g.layerEnd = append(g.layerEnd, gr.NNodes())
 	}
 	x = c.Mul(c.RMSNorm(x, cfg.NormEps), w.OutNorm)
-	g.logits = c.MulMat(w.Output, x) // [n_vocab, n_out]
-	if cfg.FinalSoftcap != 0 {       // Gemma 2: cap·tanh(logits/cap)
+	g.logits = g.matmul(c, w.Output, x) // [n_vocab, n_out]
+	if cfg.FinalSoftcap != 0 {          // Gemma 2: cap·tanh(logits/cap)
 		g.logits = c.Scale(c.Tanh(c.Scale(g.logits, 1/cfg.FinalSoftcap)), cfg.FinalSoftcap)
 	}
 	if err := c.Err(); err != nil {
@@ -318,6 +321,16 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	}
 	g.key = key
 	return nil
+}
+
+// matmul is a weight matrix times activations: ggml's mul_mat, or with
+// ownKernels edgellm's kernels (kernels.MulMatEdgellm, which itself keeps
+// ggml's for what they do not take).
+func (g *graph) matmul(c *kernels.GGMLContext, w, x kernels.Tensor) kernels.Tensor {
+	if g.ownKernels {
+		return c.MulMatEdgellm(w, x)
+	}
+	return c.MulMat(w, x)
 }
 
 // cacheView returns K and V of layer il over slots [0, nKV) as

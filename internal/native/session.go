@@ -254,6 +254,7 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	s.lastGr = gr
 	if gr.key != key {
 		t0 := time.Now()
+		gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 		if err := gr.build(key, s.cfg, head, layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
 		}
@@ -367,6 +368,7 @@ func (s *Session) reserve() error {
 		key.setNKV(r, rg.end)
 	}
 	s.gr.ringOf = s.ringOf
+	s.gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return fmt.Errorf("native: build graph: %w", err)
 	}

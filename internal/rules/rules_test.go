@@ -34,6 +34,7 @@ var edges = []edge{
 	// The contract and the ABI: the bottom.
 	{"host/engine", []string{"abi"}, nil, "the engine contract's draft statistics are sized by the ABI's MaxSpecK; KVType converts to the wire enum"},
 	{"kernels", []string{"host/engine"}, nil, "the KV cache element type is the contract's one KVType (kernels.KVGGMLType converts it to ggml's)"},
+	{"kernels", []string{"kernels/matvec"}, []string{"ggml_edgellm.go"}, "the ggml custom op MulMatEdgellm runs edgellm's own matvec kernels inside ggml graphs (#31)"},
 
 	// Below host: formats, kernels and the two engines (internal/).
 	{"internal/precision", []string{"internal/gguf"}, nil, "a precision manifest is read from GGUF metadata"},
@@ -104,7 +105,7 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/synth"}, []string{"synth.go", "synthdefault.go", "benchspecmodel.go"}, "synth writes synthetic models (and bench --synth-from its SYNTHETIC pair)"},
 	{"cmd/edgellm", []string{"internal/logitlog"}, []string{"runsteps.go"}, "run --logits writes the logit log format"},
 	{"cmd/edgellm", []string{"internal/shareddir"}, []string{"model.go"}, "default model paths come from the shared-directory rule"},
-	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go"},
+	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go", "benchkernels.go"},
 		"the speculation, repack and spin sweeps measure thread and process CPU time"},
 	{"cmd/edgellm", []string{"internal/native"}, []string{"benchspecmodel.go"}, "the speculation cost model is fitted on native engine runs"},
 	{"cmd/edgellm", []string{"internal/parity"}, []string{"parity.go"}, "parity compares the engines on a model file"},
@@ -115,7 +116,7 @@ var edges = []edge{
 
 // below is the layer under host: nothing in it may import a package above.
 func below(p string) bool {
-	return p == "abi" || strings.HasPrefix(p, "abi/") || p == "kernels" || p == "host/engine" || strings.HasPrefix(p, "internal/")
+	return p == "abi" || strings.HasPrefix(p, "abi/") || p == "kernels" || strings.HasPrefix(p, "kernels/") || p == "host/engine" || strings.HasPrefix(p, "internal/")
 }
 
 // engines must not import each other.

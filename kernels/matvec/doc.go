@@ -1,25 +1,29 @@
 // Package matvec holds edgellm's own matrix-vector kernels for the weight
 // types decode spends its time in (Q8_0 and Q4_0, ggml's block layout), for
-// n = 1..8 activation rows per call (issue #31): each weight block is loaded
-// once per call and multiplied into all n activation rows.
+// n = 1..8 activation rows per weight load (issue #31): each weight block is
+// loaded (and, for Q4_0, unpacked) once and multiplied into all n rows.
 //
-// Activations are quantised to blocks of 32 int8 with an f32 scale (like
-// ggml's Q8_0 for the vector operand, but the scale kept in f32 and the exact
-// integer sum of the block stored beside it, so Q4_0's -8 offset is one
-// integer multiply per block).
+// Activations are ggml's Q8_0 blocks (fp16 scale, 32 int8), quantised
+// exactly as ggml's quantize_row_q8_0 does (kernels' TestEdgellmActsMatchGGML
+// checks the bytes), so inside a ggml graph the kernels read the same bytes
+// ggml's own mul_mat would.
 //
-// Batch invariance: every implementation keeps output (r, j) in eight f32
-// lanes, lane l += fmaf(dw_b*dx_jb, float(exact integer dot of elements
-// 4l..4l+3 of block b)) over blocks b in order, then sums the lanes in one
-// fixed tree. Nothing depends on n, on the thread split (threads split
-// output rows, never a row's blocks) or on the instruction set, so row j of
-// an n-row call is bitwise the single-row call, and the scalar, AVX2 and
-// AVX-512 VNNI kernels agree bitwise.
+// Arithmetic contract, identical on every path: for weight row r and
+// activation row j, per block b in order, eight exact int32 lane sums of 4
+// products (elements 4l..4l+3: the grouping of maddubs+madd and vpdpbusd),
+// s = f32(d_w)*f32(d_a) rounded once, acc[l] = fma(lane[l], s, acc[l]), then
+// y = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). So y[r][j] depends only on row
+// r, row j and k: row j of an n-row call is bitwise the 1-row call (batch
+// invariance, TestBatchInvariant), for any split of the rows across threads,
+// and the scalar, AVX2 and AVX-512 VNNI paths return the same bits.
 //
-// The kernel is chosen at run time (cpuid), never at build time: the C is
-// compiled at the portable -march and the AVX2/AVX-512 functions carry
+// Implementations: portable scalar C (the reference and the path off x86),
+// AVX2+FMA+F16C, and AVX-512 (F/BW/VL/DQ + VNNI: two weight rows per zmm,
+// each 256-bit half doing the AVX2 arithmetic). The kernel is chosen at run
+// time (cpuid), never at build time: the vector functions carry
 // per-function target attributes.
 //
-// Not yet wired into the native engine's graph (see kernels/RATIONALE.md,
-// "edgellm matvec kernels").
+// Package kernels runs them inside ggml graphs as a custom op
+// (GGMLContext.MulMatEdgellm, CFunc); Mul runs them on goroutines for tests
+// and benchmarks.
 package matvec

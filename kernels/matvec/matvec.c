@@ -1,252 +1,409 @@
-// edgellm matvec kernels. Written for this project from the ggml block
-// format (block_q8_0: fp16 d + 32 int8; block_q4_0: fp16 d + 16 bytes of
-// nibbles, low nibbles elements 0..15, high nibbles 16..31, value nibble-8).
+// edgellm matvec kernels, written for this project from ggml's block formats
+// (block_q8_0: fp16 d + 32 int8; block_q4_0: fp16 d + 16 bytes of nibbles,
+// low nibbles elements 0..15, high nibbles 16..31, value nibble-8).
 //
-// Reduction order (the batch-invariance contract): for output row r and
-// activation row j, eight f32 lanes start at 0; for blocks b = 0..nb-1 in
-// order, lane l += fmaf(dw_b * dx_jb, (float)lane_l(b)) where lane_l(b) is
-// the exact integer dot of elements 4l..4l+3 of block b; the lanes are then
-// summed in one fixed tree (reduce8). Integer lane sums are exact on every
-// ISA and dw is the exact fp16->f32 conversion, so every implementation,
-// every n and every thread split produces the same bits.
+// The arithmetic contract (every implementation, every n, every row split):
+// for weight row r, activation row j, block b in order,
+//     lane[l] = sum_{i=4l}^{4l+3} w[b][i] * a[b][i]     (exact int32, l = 0..7)
+//     s       = f32(d_w[b]) * f32(d_a[b])              (one f32 rounding)
+//     acc[l]  = fmaf((float)lane[l], s, acc[l])
+// then y = ((acc0+acc4) + (acc2+acc6)) + ((acc1+acc5) + (acc3+acc7)).
+// The lane grouping is what maddubs+madd and vpdpbusd produce. The result
+// for (r, j) depends only on weight row r, activation row j and k, so row j
+// of an n-row call is bitwise the 1-row call, any split of the rows across
+// threads gives the same bits, and scalar, AVX2 and AVX-512 agree bitwise.
+// Every fma is explicit; contraction is off so the compiler adds none.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
 #include "matvec.h"
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-typedef struct { uint16_t d; int8_t qs[32]; } __attribute__((packed)) bq8;
-typedef struct { uint16_t d; uint8_t qs[16]; } __attribute__((packed)) bq4;
-
-static inline float fp16_to_f32(uint16_t h) {
+static inline float emv_h2f(const uint8_t *p) {
+	uint16_t h;
+	memcpy(&h, p, 2);
 	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
 	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+	float f;
 	if (exp == 0) {
-		if (man == 0) {
-			bits = sign;
-		} else { // subnormal: exact as man * 2^-24
-			float f = (float)man * (1.0f / 16777216.0f);
-			memcpy(&bits, &f, 4);
-			bits |= sign;
-		}
+		f = (float)man * 5.9604644775390625e-8f; // man * 2^-24, exact
+		memcpy(&bits, &f, 4);
+		bits |= sign;
 	} else if (exp == 31) {
 		bits = sign | 0x7f800000u | (man << 13);
 	} else {
 		bits = sign | ((exp + 112) << 23) | (man << 13);
 	}
-	float f;
 	memcpy(&f, &bits, 4);
 	return f;
 }
 
-void emv_quantize_x(const float *x, emv_xblock *xq, int k) {
-	int nb = k / EMV_QK;
-	for (int b = 0; b < nb; b++) {
-		const float *v = x + b * EMV_QK;
-		float amax = 0.0f;
-		for (int i = 0; i < EMV_QK; i++) {
-			float a = fabsf(v[i]);
-			if (a > amax) amax = a;
+// f32 -> fp16, round to nearest even (what ggml's GGML_FP32_TO_FP16 gives).
+static inline uint16_t emv_f2h(float f) {
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffffu;
+	if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+	if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); // >= 65520 rounds to inf
+	if (ax < 0x38800000u) {                                  // below 2^-14: half subnormal
+		float a;
+		memcpy(&a, &ax, 4);
+		return (uint16_t)(sign | (uint32_t)lrintf(a * 16777216.0f));
+	}
+	uint32_t mant = ax & 0x7fffff, exp = (ax >> 23) - 112;
+	uint32_t h = (exp << 10) | (mant >> 13), rem = mant & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+	return (uint16_t)(sign | h);
+}
+
+void emv_quantize_q8_0(const float *x, int n, int k, void *dst) {
+	uint8_t *out = (uint8_t *)dst;
+	for (int j = 0; j < n; j++) {
+		for (int b = 0; b < k / EMV_QK; b++) {
+			const float *xb = x + (size_t)j * k + (size_t)b * EMV_QK;
+			float amax = 0.0f;
+			for (int i = 0; i < EMV_QK; i++) {
+				float v = fabsf(xb[i]);
+				if (v > amax) amax = v;
+			}
+			float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+			uint16_t h = emv_f2h(d);
+			memcpy(out, &h, 2);
+			for (int i = 0; i < EMV_QK; i++) out[2 + i] = (uint8_t)(int8_t)roundf(xb[i] * id);
+			out += EMV_Q8_BYTES;
 		}
-		float d = amax / 127.0f;
-		float id = d != 0.0f ? 1.0f / d : 0.0f;
-		int32_t s = 0;
-		for (int i = 0; i < EMV_QK; i++) {
-			int q = (int)roundf(v[i] * id);
-			if (q > 127) q = 127;
-			if (q < -127) q = -127;
-			xq[b].qs[i] = (int8_t)q;
-			s += q;
-		}
-		xq[b].d = d;
-		xq[b].s = s;
 	}
 }
 
-// ---- scalar reference ----
-// Lane l of a block covers elements 4l..4l+3 (the grouping of maddubs+madd
-// and of vpdpbusd), acc[j][l] = fmaf(dw*dx, (float)lane_l, acc[j][l]) over
-// blocks in order, then the fixed tree ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
+// ---- scalar reference (also the path off x86) ----
 
-static inline float reduce8(const float *a) {
-	float t0 = a[0] + a[4], t1 = a[1] + a[5], t2 = a[2] + a[6], t3 = a[3] + a[7];
-	return (t0 + t2) + (t1 + t3);
+static inline float emv_hsum8(const float *a) {
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-static inline void wq_scalar(int type, const uint8_t *blk, int8_t *q, float *d) {
-	if (type == 8) {
-		const bq8 *b = (const bq8 *)blk;
-		*d = fp16_to_f32(b->d);
-		memcpy(q, b->qs, 32);
+static inline void emv_unpack_scalar(int t, const uint8_t *blk, int8_t *w, float *dw) {
+	*dw = emv_h2f(blk);
+	if (t == EMV_Q8_0) {
+		memcpy(w, blk + 2, EMV_QK);
 		return;
 	}
-	const bq4 *b = (const bq4 *)blk;
-	*d = fp16_to_f32(b->d);
 	for (int i = 0; i < 16; i++) {
-		q[i] = (int8_t)((b->qs[i] & 0xf) - 8);
-		q[i + 16] = (int8_t)((b->qs[i] >> 4) - 8);
+		w[i] = (int8_t)((blk[2 + i] & 0x0f) - 8);
+		w[i + 16] = (int8_t)((blk[2 + i] >> 4) - 8);
 	}
 }
 
-static void mul_scalar(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
-                       const emv_xblock *xq, int n, float *y, long ldy) {
-	int bb = type == 8 ? 34 : 18;
-	for (int r = r0; r < r1; r++) {
-		const uint8_t *wr = w + (long)r * ws;
+static void emv_scalar(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
+                       const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
+	for (int64_t r = r0; r < r1; r++) {
 		float acc[EMV_MAXN][8] = {{0}};
+		const uint8_t *wr = w + (size_t)r * ws;
 		for (int b = 0; b < nb; b++) {
-			int8_t q[32];
+			int8_t wq[EMV_QK];
 			float dw;
-			wq_scalar(type, wr + (long)b * bb, q, &dw);
+			emv_unpack_scalar(t, wr + (size_t)b * bsz, wq, &dw);
 			for (int j = 0; j < n; j++) {
-				const emv_xblock *x = xq + (long)j * nb + b;
-				float sc = dw * x->d;
+				const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
+				const int8_t *aq = (const int8_t *)(ab + 2);
+				float s = dw * emv_h2f(ab);
 				for (int l = 0; l < 8; l++) {
-					int32_t lane = 0;
-					for (int i = 4 * l; i < 4 * l + 4; i++) lane += (int32_t)q[i] * x->qs[i];
-					acc[j][l] = fmaf(sc, (float)lane, acc[j][l]);
+					int32_t sum = 0;
+					for (int i = 4 * l; i < 4 * l + 4; i++) sum += (int32_t)wq[i] * aq[i];
+					acc[j][l] = fmaf((float)sum, s, acc[j][l]);
 				}
 			}
 		}
-		for (int j = 0; j < n; j++) y[(long)j * ldy + r] = reduce8(acc[j]);
+		for (int j = 0; j < n; j++) y[(size_t)j * ldy + r] = emv_hsum8(acc[j]);
 	}
 }
 
+typedef void (*emv_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, float *, size_t);
+
 #if defined(__x86_64__)
 
-#define AVX2_T __attribute__((target("avx2,fma,f16c")))
-#define VNNI_T __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+#define EMV_T_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define EMV_T_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define EMV_INLINE static inline __attribute__((always_inline))
 
-// Signed weights of one block, elements 0..31, and its scale.
-AVX2_T static inline __m256i wq_avx2(int type, const uint8_t *blk, float *d) {
-	*d = _cvtsh_ss(*(const uint16_t *)blk);
-	if (type == 8) return _mm256_loadu_si256((const __m256i *)(blk + 2));
-	__m128i b = _mm_loadu_si128((const __m128i *)(blk + 2));
-	__m128i lo = _mm_and_si128(b, _mm_set1_epi8(0xf));
-	__m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0xf));
+EMV_T_AVX2 EMV_INLINE float emv_h2f_x(const uint8_t *p) {
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
+// The fixed tree of emv_hsum8: v_l = acc_l + acc_{l+4}; (v0+v2) + (v1+v3).
+EMV_T_AVX2 EMV_INLINE float emv_hsum256(__m256 acc) {
+	__m128 v = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	v = _mm_add_ps(v, _mm_movehl_ps(v, v));
+	v = _mm_add_ss(v, _mm_movehdup_ps(v));
+	return _mm_cvtss_f32(v);
+}
+
+// The 32 signed weights of one block.
+EMV_T_AVX2 EMV_INLINE __m256i emv_load_w(int t, const uint8_t *blk) {
+	if (t == EMV_Q8_0) return _mm256_loadu_si256((const __m256i *)(blk + 2));
+	__m128i q = _mm_loadu_si128((const __m128i *)(blk + 2));
+	__m128i m = _mm_set1_epi8(0x0f);
+	__m128i lo = _mm_and_si128(q, m), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m);
 	return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
 }
 
-AVX2_T static inline float reduce8_avx2(__m256 v) {
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); // t_l = a_l + a_{l+4}
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));                                         // t0+t2, t1+t3
-	s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 0x55));                                  // (t0+t2)+(t1+t3)
-	return _mm_cvtss_f32(s);
-}
-
-// |w| <= 128 and |x| <= 127: maddubs pairs stay below 2^15 (ggml's weights
-// are -127..127 for Q8_0 and -8..7 for Q4_0).
-AVX2_T static inline __attribute__((always_inline)) void mul_avx2(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
-                            const emv_xblock *xq, int n, float *y, long ldy) {
-	int bb = type == 8 ? 34 : 18;
+// |w| <= 128 and |a| <= 127: maddubs pairs stay below 2^15.
+EMV_T_AVX2 EMV_INLINE void emv_avx2_row(int t, const uint8_t *wr, int nb, const uint8_t *a, size_t as,
+                                        int n, float *y, size_t ldy, int64_t r) {
+	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
 	const __m256i ones = _mm256_set1_epi16(1);
-	for (int r = r0; r < r1; r++) {
-		const uint8_t *wr = w + (long)r * ws;
-		__m256 acc[EMV_MAXN];
-		for (int j = 0; j < n; j++) acc[j] = _mm256_setzero_ps();
+	__m256 acc[EMV_MAXN];
+	for (int j = 0; j < n; j++) acc[j] = _mm256_setzero_ps();
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *blk = wr + (size_t)b * bsz;
+		__m256i wv = emv_load_w(t, blk);
+		float dw = emv_h2f_x(blk);
+		__m256i aw = _mm256_sign_epi8(wv, wv);
+		for (int j = 0; j < n; j++) {
+			const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
+			__m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(ab + 2)), wv);
+			__m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sy), ones);
+			__m256 s = _mm256_set1_ps(dw * emv_h2f_x(ab));
+			acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, acc[j]);
+		}
+	}
+	for (int j = 0; j < n; j++) y[(size_t)j * ldy + r] = emv_hsum256(acc[j]);
+}
+
+EMV_T_AVX2 EMV_INLINE void emv_avx2_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
+                                      const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	for (int64_t r = r0; r < r1; r++) emv_avx2_row(t, w + (size_t)r * ws, nb, a, as, n, y, ldy, r);
+}
+
+// AVX-512: two weight rows per zmm (row r in the low half, r+1 in the high
+// half), the activation block broadcast to both halves, and no sign
+// juggling in the inner loop: vpdpbusd multiplies unsigned by signed bytes,
+// so
+//   Q4_0: lane = dpbusd(-8*lanesum(a), nibbles, a)       (nibbles unsigned)
+//   Q8_0: lane = dpbusd(-128*lanesum(w), a + 128, w)     (a biased unsigned)
+// which are the exact integers sum_i (nibble_i - 8) a_i and sum_i a_i w_i
+// of the contract. The per-activation parts (-8*lanesum(a), a+128 and the
+// f32 scale) are prepared once per call (emv_prep) into a per-thread
+// scratch, so the inner loop per (block, activation row) is a broadcast
+// load, one vpdpbusd, the scale product, a conversion and the fma.
+typedef struct {
+	const float *da;    // [n][nb] activation scales, f32
+	const uint8_t *aux; // [n][nb][32]: Q4_0: int32 -8*lanesum(a); Q8_0: a+128
+} emv_prep_t;
+
+// One row pair's weights of block b: the 64 bytes dpbusd takes (Q4_0: the
+// raw nibbles, lo0 hi0 lo1 hi1; Q8_0: the signed weights), the scales, and
+// for Q8_0 the accumulator start -128*lanesum(w).
+EMV_T_AVX512 EMV_INLINE void emv_pair_w(int t, const uint8_t *b0, const uint8_t *b1, __m512i *q, __m512 *dw,
+                                        __m512i *init) {
+	*dw = _mm512_insertf32x8(_mm512_set1_ps(emv_h2f_x(b0)), _mm256_set1_ps(emv_h2f_x(b1)), 1);
+	if (t == EMV_Q4_0) {
+		__m512i v = _mm512_inserti32x4(_mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(b0 + 2))),
+		                               _mm_loadu_si128((const __m128i *)(b1 + 2)), 2);
+		v = _mm512_shuffle_i32x4(v, v, 0xA0); // q0, q0, q1, q1
+		*q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0f));
+		*init = _mm512_setzero_si512();
+		return;
+	}
+	*q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(b0 + 2))),
+	                        _mm256_loadu_si256((const __m256i *)(b1 + 2)), 1);
+	*init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), *q));
+}
+
+// The integer lanes of one row pair and activation row: Q4_0 starts from
+// -8*lanesum(a) (aux) and multiplies nibbles by a; Q8_0 starts from init
+// and multiplies a+128 (aux) by w.
+EMV_T_AVX512 EMV_INLINE __m512i emv_pair_dot(int t, __m512i q, __m512i init, __m512i av, __m512i aux) {
+	return t == EMV_Q4_0 ? _mm512_dpbusd_epi32(aux, q, av) : _mm512_dpbusd_epi32(init, aux, q);
+}
+
+EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
+                                          const uint8_t *a, size_t as, int n, float *y, size_t ldy,
+                                          const emv_prep_t *pp) {
+	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
+	int64_t r = r0;
+	// Four rows at a time: two independent fma chains per activation row
+	// (more in flight at n = 1), one activation load for both pairs.
+	for (; r + 3 < r1; r += 4) {
+		const uint8_t *w0 = w + (size_t)r * ws;
+		__m512 acc[EMV_MAXN], acc2[EMV_MAXN];
+		for (int j = 0; j < n; j++) acc[j] = acc2[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
-			float dw;
-			__m256i wv = wq_avx2(type, wr + (long)b * bb, &dw);
-			__m256i aw = _mm256_sign_epi8(wv, wv);
+			const uint8_t *b0 = w0 + (size_t)b * bsz;
+			__m512i q, q2, init, init2;
+			__m512 dw, dw2;
+			emv_pair_w(t, b0, b0 + ws, &q, &dw, &init);
+			emv_pair_w(t, b0 + 2 * ws, b0 + 3 * ws, &q2, &dw2, &init2);
 			for (int j = 0; j < n; j++) {
-				const emv_xblock *x = xq + (long)j * nb + b;
-				__m256i xv = _mm256_loadu_si256((const __m256i *)x->qs);
-				__m256i lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, wv)), ones);
-				acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d), _mm256_cvtepi32_ps(lanes), acc[j]);
+				size_t jb = (size_t)j * nb + b;
+				__m512i av = t == EMV_Q4_0 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES + 2)))
+				                           : _mm512_setzero_si512();
+				__m512i aux = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
+				__m512 da = _mm512_set1_ps(pp->da[jb]);
+				acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(emv_pair_dot(t, q, init, av, aux)), _mm512_mul_ps(dw, da), acc[j]);
+				acc2[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(emv_pair_dot(t, q2, init2, av, aux)), _mm512_mul_ps(dw2, da), acc2[j]);
 			}
 		}
-		for (int j = 0; j < n; j++) y[(long)j * ldy + r] = reduce8_avx2(acc[j]);
+		for (int j = 0; j < n; j++) {
+			float *yj = y + (size_t)j * ldy + r;
+			yj[0] = emv_hsum256(_mm512_castps512_ps256(acc[j]));
+			yj[1] = emv_hsum256(_mm512_extractf32x8_ps(acc[j], 1));
+			yj[2] = emv_hsum256(_mm512_castps512_ps256(acc2[j]));
+			yj[3] = emv_hsum256(_mm512_extractf32x8_ps(acc2[j], 1));
+		}
+	}
+	for (; r + 1 < r1; r += 2) {
+		const uint8_t *w0 = w + (size_t)r * ws;
+		__m512 acc[EMV_MAXN];
+		for (int j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *b0 = w0 + (size_t)b * bsz;
+			__m512i q, init;
+			__m512 dw;
+			emv_pair_w(t, b0, b0 + ws, &q, &dw, &init);
+			for (int j = 0; j < n; j++) {
+				size_t jb = (size_t)j * nb + b;
+				__m512i av = t == EMV_Q4_0 ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES + 2)))
+				                           : _mm512_setzero_si512();
+				__m512i aux = _mm512_broadcast_i64x4(_mm256_load_si256((const __m256i *)(pp->aux + jb * 32)));
+				__m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(pp->da[jb]));
+				acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(emv_pair_dot(t, q, init, av, aux)), s, acc[j]);
+			}
+		}
+		for (int j = 0; j < n; j++) {
+			y[(size_t)j * ldy + r] = emv_hsum256(_mm512_castps512_ps256(acc[j]));
+			y[(size_t)j * ldy + r + 1] = emv_hsum256(_mm512_extractf32x8_ps(acc[j], 1));
+		}
+	}
+	if (r < r1) emv_avx2_row(t, w + (size_t)r * ws, nb, a, as, n, y, ldy, r);
+}
+
+// emv_prep fills the per-activation parts of the AVX-512 kernel for n rows.
+EMV_T_AVX512 static void emv_prep(int t, int nb, const uint8_t *a, size_t as, int n, float *da, uint8_t *aux) {
+	const __m256i ones = _mm256_set1_epi8(1), u128 = _mm256_set1_epi8((char)0x80);
+	for (int j = 0; j < n; j++) {
+		for (int b = 0; b < nb; b++) {
+			const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
+			size_t jb = (size_t)j * nb + b;
+			da[jb] = emv_h2f_x(ab);
+			__m256i av = _mm256_loadu_si256((const __m256i *)(ab + 2));
+			__m256i v = t == EMV_Q4_0 ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, av), 3))
+			                          : _mm256_xor_si256(av, u128);
+			_mm256_store_si256((__m256i *)(aux + jb * 32), v);
+		}
 	}
 }
 
-VNNI_T static inline __attribute__((always_inline)) void mul_vnni(int type, const uint8_t *w, long ws, int nb, int r0, int r1,
-                            const emv_xblock *xq, int n, float *y, long ldy) {
-	int bb = type == 8 ? 34 : 18;
-	for (int r = r0; r < r1; r++) {
-		const uint8_t *wr = w + (long)r * ws;
-		__m256 acc[EMV_MAXN];
-		for (int j = 0; j < n; j++) acc[j] = _mm256_setzero_ps();
-		for (int b = 0; b < nb; b++) {
-			float dw;
-			__m256i wv = wq_avx2(type, wr + (long)b * bb, &dw);
-			__m256i aw = _mm256_abs_epi8(wv);
-			for (int j = 0; j < n; j++) {
-				const emv_xblock *x = xq + (long)j * nb + b;
-				__m256i xv = _mm256_loadu_si256((const __m256i *)x->qs);
-				__m256i lanes = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, _mm256_sign_epi8(xv, wv));
-				acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d), _mm256_cvtepi32_ps(lanes), acc[j]);
-			}
-		}
-		for (int j = 0; j < n; j++) y[(long)j * ldy + r] = reduce8_avx2(acc[j]);
+// Per-thread scratch for emv_prep (grown, never shrunk; NULL when the
+// allocation fails, and the caller falls back to the AVX2 kernel, which
+// gives the same bits).
+static __thread uint8_t *emv_scratch;
+static __thread size_t emv_scratch_cap;
+
+static uint8_t *emv_scratch_get(size_t bytes) {
+	if (bytes > emv_scratch_cap) {
+		free(emv_scratch);
+		size_t cap = (bytes + 4095) & ~(size_t)4095;
+		emv_scratch = aligned_alloc(64, cap);
+		emv_scratch_cap = emv_scratch ? cap : 0;
 	}
+	return emv_scratch;
 }
 
-// Specialise on the weight type and on n (constant n: the accumulators stay
-// in registers and the j loop unrolls).
-#define SPECIALISE(T, name, f)                                                                 \
-	T static void name(int type, const uint8_t *w, long ws, int nb, int r0, int r1,        \
-	                   const emv_xblock *xq, int n, float *y, long ldy) {                  \
-		switch (n * 16 + type) {                                                       \
-		case 1 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 1, y, ldy); break;                \
-		case 2 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 2, y, ldy); break;                \
-		case 3 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 3, y, ldy); break;                \
-		case 4 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 4, y, ldy); break;                \
-		case 5 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 5, y, ldy); break;                \
-		case 6 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 6, y, ldy); break;                \
-		case 7 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 7, y, ldy); break;                \
-		case 8 * 16 + 8: f(8, w, ws, nb, r0, r1, xq, 8, y, ldy); break;                \
-		case 1 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 1, y, ldy); break;                \
-		case 2 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 2, y, ldy); break;                \
-		case 3 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 3, y, ldy); break;                \
-		case 4 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 4, y, ldy); break;                \
-		case 5 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 5, y, ldy); break;                \
-		case 6 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 6, y, ldy); break;                \
-		case 7 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 7, y, ldy); break;                \
-		case 8 * 16 + 4: f(4, w, ws, nb, r0, r1, xq, 8, y, ldy); break;                \
-		default: f(type, w, ws, nb, r0, r1, xq, n, y, ldy);                            \
-		}                                                                              \
+// One function per (implementation, type, n): the accumulators stay in
+// registers and the j loop unrolls.
+#define EMV_FN(ISA, T, TN, N)                                                                              \
+	EMV_T_##ISA static void emv_##ISA##_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,       \
+	                                               int64_t r1, const uint8_t *a, size_t as, float *y,      \
+	                                               size_t ldy) {                                           \
+		emv_##ISA##_body(T, w, ws, nb, r0, r1, a, as, N, y, ldy);                                      \
 	}
-SPECIALISE(AVX2_T, mul_avx2_s, mul_avx2)
-SPECIALISE(VNNI_T, mul_vnni_s, mul_vnni)
+#define EMV_FN512(T, TN, N)                                                                                \
+	EMV_T_AVX512 static void emv_AVX512_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,         \
+	                                               int64_t r1, const uint8_t *a, size_t as, float *y,      \
+	                                               size_t ldy, const emv_prep_t *pp) {                     \
+		emv_avx512_n(T, w, ws, nb, r0, r1, a, as, N, y, ldy, pp);                                      \
+	}
+#define emv_AVX2_body emv_avx2_n
+#define EMV_EACH_N512(T, TN)                                                                               \
+	EMV_FN512(T, TN, 1) EMV_FN512(T, TN, 2) EMV_FN512(T, TN, 3) EMV_FN512(T, TN, 4)                      \
+	EMV_FN512(T, TN, 5) EMV_FN512(T, TN, 6) EMV_FN512(T, TN, 7) EMV_FN512(T, TN, 8)
+#define EMV_EACH_N(ISA, T, TN)                                                                             \
+	EMV_FN(ISA, T, TN, 1) EMV_FN(ISA, T, TN, 2) EMV_FN(ISA, T, TN, 3) EMV_FN(ISA, T, TN, 4)              \
+	EMV_FN(ISA, T, TN, 5) EMV_FN(ISA, T, TN, 6) EMV_FN(ISA, T, TN, 7) EMV_FN(ISA, T, TN, 8)
+#define EMV_TAB(ISA, TN)                                                                                   \
+	{ emv_##ISA##_##TN##_1, emv_##ISA##_##TN##_2, emv_##ISA##_##TN##_3, emv_##ISA##_##TN##_4,             \
+	  emv_##ISA##_##TN##_5, emv_##ISA##_##TN##_6, emv_##ISA##_##TN##_7, emv_##ISA##_##TN##_8 }
+EMV_EACH_N(AVX2, EMV_Q8_0, q8)
+EMV_EACH_N(AVX2, EMV_Q4_0, q4)
+EMV_EACH_N512(EMV_Q8_0, q8)
+EMV_EACH_N512(EMV_Q4_0, q4)
+typedef void (*emv_fn512)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, float *, size_t,
+                          const emv_prep_t *);
+static const emv_fn emv_avx2_q8[EMV_MAXN] = EMV_TAB(AVX2, q8);
+static const emv_fn emv_avx2_q4[EMV_MAXN] = EMV_TAB(AVX2, q4);
+static const emv_fn512 emv_avx512_q8[EMV_MAXN] = EMV_TAB(AVX512, q8);
+static const emv_fn512 emv_avx512_q4[EMV_MAXN] = EMV_TAB(AVX512, q4);
 
-static int best_impl = -1;
-
-int emv_best_impl(void) {
-	if (best_impl >= 0) return best_impl;
+static int emv_detect(void) {
 	__builtin_cpu_init();
-	int b = EMV_SCALAR;
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
-		b = EMV_AVX2;
-		if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-		    __builtin_cpu_supports("avx512bw"))
-			b = EMV_AVX512VNNI;
-	}
-	best_impl = b;
-	return b;
+	if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+		return EMV_SCALAR;
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+	    __builtin_cpu_supports("avx512vnni"))
+		return EMV_AVX512VNNI;
+	return EMV_AVX2;
 }
 #else
-int emv_best_impl(void) { return EMV_SCALAR; }
+static int emv_detect(void) { return EMV_SCALAR; }
 #endif
 
-static int mul(int type, int impl, const void *w, long ws, int nb, int r0, int r1,
-               const emv_xblock *xq, int n, float *y, long ldy) {
-	if (n < 1 || n > EMV_MAXN || impl < 0 || impl > emv_best_impl()) return -1;
+int emv_best_impl(void) {
+	static int best = -1; // racy but idempotent
+	if (best < 0) best = emv_detect();
+	return best;
+}
+
+int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0, int64_t r1,
+               const void *a, size_t as, int64_t n, float *y, size_t ldy) {
+	if ((t != EMV_Q8_0 && t != EMV_Q4_0) || k <= 0 || k % EMV_QK != 0 || n < 1 || r0 < 0 || r1 < r0)
+		return -1;
+	if (impl == EMV_BEST) impl = emv_best_impl();
+	if (impl < EMV_SCALAR || impl > emv_best_impl()) return -1;
+	int nb = (int)(k / EMV_QK);
+	const uint8_t *wp = (const uint8_t *)w, *ap = (const uint8_t *)a;
+	for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN) {
+		int nn = (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN);
+		const uint8_t *aj = ap + (size_t)j0 * as;
+		float *yj = y + (size_t)j0 * ldy;
 #if defined(__x86_64__)
-	if (impl == EMV_AVX512VNNI) { mul_vnni_s(type, w, ws, nb, r0, r1, xq, n, y, ldy); return 0; }
-	if (impl == EMV_AVX2) { mul_avx2_s(type, w, ws, nb, r0, r1, xq, n, y, ldy); return 0; }
+		uint8_t *scr = impl == EMV_AVX512VNNI && r1 - r0 > 1 ? emv_scratch_get((size_t)nn * nb * 36 + 64) : NULL;
+		if (scr) {
+			float *da = (float *)scr;
+			uint8_t *aux = scr + (((size_t)nn * nb * 4 + 63) & ~(size_t)63);
+			emv_prep(t, nb, aj, as, nn, da, aux);
+			emv_prep_t pp = {da, aux};
+			(t == EMV_Q8_0 ? emv_avx512_q8 : emv_avx512_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy, &pp);
+			continue;
+		}
+		if (impl >= EMV_AVX2) {
+			(t == EMV_Q8_0 ? emv_avx2_q8 : emv_avx2_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy);
+			continue;
+		}
 #endif
-	mul_scalar(type, w, ws, nb, r0, r1, xq, n, y, ldy);
+		emv_scalar(t, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy);
+	}
 	return 0;
-}
-
-int emv_mul_q8_0(int impl, const void *w, long ws, int nb, int r0, int r1,
-                 const emv_xblock *xq, int n, float *y, long ldy) {
-	return mul(8, impl, w, ws, nb, r0, r1, xq, n, y, ldy);
-}
-
-int emv_mul_q4_0(int impl, const void *w, long ws, int nb, int r0, int r1,
-                 const emv_xblock *xq, int n, float *y, long ldy) {
-	return mul(4, impl, w, ws, nb, r0, r1, xq, n, y, ldy);
 }

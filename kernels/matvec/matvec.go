@@ -19,12 +19,14 @@ type Impl int
 
 // The implementations, in order of preference.
 const (
-	Scalar      Impl = C.EMV_SCALAR
-	AVX2        Impl = C.EMV_AVX2
-	AVX512VNNI  Impl = C.EMV_AVX512VNNI
-	QK               = 32 // elements per block
-	MaxN             = 8  // activation rows per call
-	xblockBytes      = 40 // sizeof(emv_xblock)
+	Scalar     Impl = C.EMV_SCALAR
+	AVX2       Impl = C.EMV_AVX2
+	AVX512VNNI Impl = C.EMV_AVX512VNNI
+	QK              = 32 // elements per block
+	MaxN            = 8  // activation rows one weight load serves
+	// ActBlockBytes is the size of one quantised activation block (ggml's
+	// block_q8_0).
+	ActBlockBytes = C.EMV_Q8_BYTES
 )
 
 func (i Impl) String() string {
@@ -53,36 +55,47 @@ func Available() []Impl {
 	return out
 }
 
-// Type is a weight type the kernels take.
+// Type is a weight type the kernels take; the values are ggml's enum
+// ggml_type.
 type Type int
 
 // Weight types (ggml block layouts).
 const (
-	Q8_0 Type = iota
-	Q4_0
+	Q4_0 Type = C.EMV_Q4_0
+	Q8_0 Type = C.EMV_Q8_0
 )
 
 func (t Type) String() string {
-	if t == Q4_0 {
+	switch t {
+	case Q4_0:
 		return "q4_0"
+	case Q8_0:
+		return "q8_0"
 	}
-	return "q8_0"
+	return fmt.Sprintf("type(%d)", int(t))
 }
 
-// BlockBytes is the size of one weight block of t.
+// BlockBytes is the size of one weight block of t (0 for other types).
 func (t Type) BlockBytes() int {
-	if t == Q4_0 {
-		return 18
+	switch t {
+	case Q4_0:
+		return C.EMV_Q4_BYTES
+	case Q8_0:
+		return C.EMV_Q8_BYTES
 	}
-	return 34
+	return 0
 }
+
+// Supported reports whether the kernels take weights of ggml type t.
+func Supported(ggmlType int) bool { return Type(ggmlType).BlockBytes() != 0 }
 
 // ErrArgs: a kernel call's arguments do not fit together.
 var ErrArgs = errors.New("matvec: invalid arguments")
 
-// Activations holds up to MaxN quantised activation rows of k elements.
+// Activations holds up to MaxN activation rows of k elements, quantised to
+// ggml's Q8_0 blocks exactly as ggml quantises a mul_mat's vector operand.
 type Activations struct {
-	buf []C.emv_xblock
+	buf []byte
 	k   int
 	n   int
 }
@@ -92,10 +105,7 @@ func NewActivations(k int) (*Activations, error) {
 	if k <= 0 || k%QK != 0 {
 		return nil, fmt.Errorf("%w: k=%d not a positive multiple of %d", ErrArgs, k, QK)
 	}
-	if unsafe.Sizeof(C.emv_xblock{}) != xblockBytes {
-		return nil, fmt.Errorf("%w: activation block of %d bytes", ErrArgs, unsafe.Sizeof(C.emv_xblock{}))
-	}
-	return &Activations{buf: make([]C.emv_xblock, MaxN*k/QK), k: k}, nil
+	return &Activations{buf: make([]byte, MaxN*k/QK*ActBlockBytes), k: k}, nil
 }
 
 // Set quantises len(x)/k rows (1..MaxN) of x into a.
@@ -104,16 +114,16 @@ func (a *Activations) Set(x []float32) error {
 	if n < 1 || n > MaxN || n*a.k != len(x) {
 		return fmt.Errorf("%w: %d values are not 1..%d rows of %d", ErrArgs, len(x), MaxN, a.k)
 	}
-	nb := a.k / QK
-	for j := 0; j < n; j++ {
-		C.emv_quantize_x((*C.float)(unsafe.Pointer(&x[j*a.k])), &a.buf[j*nb], C.int(a.k))
-	}
+	C.emv_quantize_q8_0((*C.float)(unsafe.Pointer(&x[0])), C.int(n), C.int(a.k), unsafe.Pointer(&a.buf[0]))
 	a.n = n
 	return nil
 }
 
 // N is the number of rows Set last quantised.
 func (a *Activations) N() int { return a.n }
+
+// Bytes is the quantised rows (N()*k/QK blocks of ActBlockBytes).
+func (a *Activations) Bytes() []byte { return a.buf[:a.n*a.k/QK*ActBlockBytes] }
 
 // Mul computes y[j*rows+r] = W[r,:] . x[j,:] for the rows of W (ggml blocks
 // of t, rows*k/QK blocks, row-major) and the a.N() activation rows, with impl
@@ -124,6 +134,8 @@ func Mul(impl Impl, t Type, w []byte, rows int, a *Activations, y []float32, thr
 	switch {
 	case impl < Scalar || impl > best:
 		return fmt.Errorf("%w: %v not available on this CPU (best %v)", ErrArgs, impl, best)
+	case t.BlockBytes() == 0:
+		return fmt.Errorf("%w: weight type %v", ErrArgs, t)
 	case a.n < 1 || rows < 1 || len(w) < rows*ws || len(y) < a.n*rows:
 		return fmt.Errorf("%w: rows=%d k=%d n=%d len(w)=%d len(y)=%d", ErrArgs, rows, a.k, a.n, len(w), len(y))
 	}
@@ -134,14 +146,14 @@ func Mul(impl Impl, t Type, w []byte, rows int, a *Activations, y []float32, thr
 		threads = rows
 	}
 	if threads == 1 {
-		mulRange(impl, t, w, ws, nb, 0, rows, a, y, rows)
+		mulRange(impl, t, w, ws, 0, rows, a, y, rows)
 		return nil
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < threads; i++ {
 		r0, r1 := rows*i/threads, rows*(i+1)/threads
 		wg.Add(1)
-		go func() { defer wg.Done(); mulRange(impl, t, w, ws, nb, r0, r1, a, y, rows) }()
+		go func() { defer wg.Done(); mulRange(impl, t, w, ws, r0, r1, a, y, rows) }()
 	}
 	wg.Wait()
 	return nil
@@ -149,11 +161,12 @@ func Mul(impl Impl, t Type, w []byte, rows int, a *Activations, y []float32, thr
 
 // mulRange runs the kernel on output rows [r0, r1) (a named function, not a
 // closure, so a one-thread call allocates nothing).
-func mulRange(impl Impl, t Type, w []byte, ws, nb, r0, r1 int, a *Activations, y []float32, rows int) {
-	wp, yp := unsafe.Pointer(&w[0]), (*C.float)(unsafe.Pointer(&y[0]))
-	if t == Q4_0 {
-		C.emv_mul_q4_0(C.int(impl), wp, C.long(ws), C.int(nb), C.int(r0), C.int(r1), &a.buf[0], C.int(a.n), yp, C.long(rows))
-		return
-	}
-	C.emv_mul_q8_0(C.int(impl), wp, C.long(ws), C.int(nb), C.int(r0), C.int(r1), &a.buf[0], C.int(a.n), yp, C.long(rows))
+func mulRange(impl Impl, t Type, w []byte, ws, r0, r1 int, a *Activations, y []float32, rows int) {
+	C.emv_matvec(C.int(t), C.int(impl), unsafe.Pointer(&w[0]), C.size_t(ws), C.int64_t(a.k), C.int64_t(r0), C.int64_t(r1),
+		unsafe.Pointer(&a.buf[0]), C.size_t(a.k/QK*ActBlockBytes), C.int64_t(a.n), (*C.float)(unsafe.Pointer(&y[0])), C.size_t(rows))
 }
+
+// CFunc is the C entry point emv_matvec (see matvec.h) as a function
+// pointer, for the ggml custom op in package kernels, which calls it from
+// ggml's worker threads without entering Go.
+func CFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec) }

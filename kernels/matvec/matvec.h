@@ -1,28 +1,34 @@
 // matvec.h: edgellm's own Q8_0/Q4_0 matrix-vector kernels for 1..8
-// activation rows (issue #31). See doc.go for the layout and the reduction
-// order that makes every row batch-invariant.
+// activation rows (issue #31). See doc.go for the arithmetic contract that
+// makes every row batch-invariant and every implementation bit-identical.
 #ifndef EDGELLM_MATVEC_H
 #define EDGELLM_MATVEC_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define EMV_QK 32
 #define EMV_MAXN 8
+#define EMV_Q8_BYTES 34 // ggml's block_q8_0: fp16 d, 32 int8
+#define EMV_Q4_BYTES 18 // ggml's block_q4_0: fp16 d, 16 bytes of nibbles
 
-// One block of quantised activations: scale, exact sum of qs, 32 int8.
-typedef struct {
-	float d;
-	int32_t s;
-	int8_t qs[EMV_QK];
-} emv_xblock;
-
-enum { EMV_SCALAR = 0, EMV_AVX2 = 1, EMV_AVX512VNNI = 2 };
+// Weight types: ggml's enum ggml_type values, so ggml's tensor type passes
+// straight through.
+enum { EMV_Q4_0 = 2, EMV_Q8_0 = 8 };
+// Implementations; EMV_BEST is "the best this CPU runs".
+enum { EMV_BEST = -1, EMV_SCALAR = 0, EMV_AVX2 = 1, EMV_AVX512VNNI = 2 };
 
 int emv_best_impl(void);
-void emv_quantize_x(const float *x, emv_xblock *xq, int k);
-// y[j*ldy + r] for r in [r0, r1), j in [0, n): weight row r (ggml blocks,
-// wstride bytes apart) dotted with activation row j (nb blocks each).
-int emv_mul_q8_0(int impl, const void *w, long wstride, int nb, int r0, int r1,
-                 const emv_xblock *xq, int n, float *y, long ldy);
-int emv_mul_q4_0(int impl, const void *w, long wstride, int nb, int r0, int r1,
-                 const emv_xblock *xq, int n, float *y, long ldy);
+
+// emv_quantize_q8_0 quantises n rows of k floats (k % 32 == 0) to ggml Q8_0
+// blocks, row after row, exactly as ggml's quantize_row_q8_0_ref does.
+void emv_quantize_q8_0(const float *x, int n, int k, void *dst);
+
+// emv_matvec computes y[j*ldy + r] = dot(weight row r, activation row j) for
+// weight rows r in [r0, r1) and activation rows j in [0, n) (n >= 1; rows
+// beyond 8 are done 8 at a time). w holds rows of k/32 blocks of type t,
+// wstride bytes apart; a holds n Q8_0 rows, astride bytes apart. Each weight
+// block is loaded once per 8 activation rows. Returns 0, or -1 on bad
+// arguments (nothing written).
+int emv_matvec(int t, int impl, const void *w, size_t wstride, int64_t k, int64_t r0, int64_t r1,
+               const void *a, size_t astride, int64_t n, float *y, size_t ldy);
 #endif

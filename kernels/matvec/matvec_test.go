@@ -73,7 +73,9 @@ func activations(rng *rand.Rand, n, k int) []float32 {
 // bound is the error allowed for output (r, j) against the float64 product
 // of the dequantised weights and the unquantised activations:
 //   - activation quantisation: |x - dx*q| <= dx/2 per element (round to
-//     nearest), plus a few f32 ulps of |x| from the rounded 1/dx and dx;
+//     nearest), plus a few f32 ulps of |x| from the rounded 1/dx and dx,
+//     plus |q| <= 127 times the fp16 rounding of the stored scale (ggml's
+//     Q8_0 keeps dx as fp16: relative 2^-11, absolute 2^-25 when subnormal);
 //   - f32 arithmetic: per block dw*dx is rounded once and the fma once, so
 //     (nb+1) ulps of the sum of |block terms| bound the accumulation.
 func bound(deq []float64, x []float32, r, j, k int) float64 {
@@ -90,7 +92,7 @@ func bound(deq []float64, x []float32, r, j, k int) float64 {
 		for i := 0; i < QK; i++ {
 			wv := math.Abs(deq[r*k+b*QK+i])
 			xv := math.Abs(float64(x[j*k+b*QK+i]))
-			quant += wv * (dx/2*(1+4*eps) + 4*eps*xv)
+			quant += wv * (dx/2*(1+4*eps) + 4*eps*xv + 127*(dx/(1<<11)+1.0/(1<<25)))
 			bt += wv * (xv + dx)
 		}
 		terms += bt

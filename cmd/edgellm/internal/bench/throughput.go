@@ -20,7 +20,7 @@ var ErrContext = errors.New("does not fit the context")
 // Options configures Run and Compare.
 type Options struct {
 	// Engine is host.LoadOptions.Engine ("auto", "native", "llamacpp"),
-	// optionally with the suffix ":repack" (ParseEngine).
+	// optionally with the suffixes ":repack" and ":edgellm" (ParseEngine).
 	Engine string
 	// NPrompt prompt tokens are prefilled as one batch; NGen tokens are then
 	// generated (NGen-1 forward passes, the first of them untimed warm-up).
@@ -38,6 +38,10 @@ type Options struct {
 	// (host.LoadOptions.Repack); an engine named with ":repack" is repacked
 	// either way.
 	Repack bool
+	// Kernels is host.LoadOptions.Kernels for every native engine measured
+	// ("" = ggml's); an engine named with ":edgellm" runs edgellm's either
+	// way.
+	Kernels string
 	// Text is tokenized into the prompt (see MakePrompt); TextName labels it.
 	Text, TextName string
 	// Progress receives one line per load and per repeat; nil discards.
@@ -176,6 +180,13 @@ type CompareResult struct {
 	// RSSPeakMB and PSSPeakMB are the process's peaks with both engines loaded.
 	RSSPeakMB float64 `json:"rss_peak_mb"`
 	PSSPeakMB float64 `json:"pss_peak_mb"`
+	// C is a third engine measured in the same rounds (CompareAll), and
+	// the ratios A/C; nil without one.
+	C                *Result `json:"c,omitempty"`
+	DecodeRatioC     float64 `json:"decode_ratio_c,omitempty"`
+	PrefillRatioC    float64 `json:"prefill_ratio_c,omitempty"`
+	DecodeCPURatioC  float64 `json:"decode_cpu_ratio_c,omitempty"`
+	PrefillCPURatioC float64 `json:"prefill_cpu_ratio_c,omitempty"`
 }
 
 // kvBytesPerTokener is the optional session method that reports the KV
@@ -210,13 +221,30 @@ var greedy = host.SamplingParams{Temp: 0, TopK: 0, TopP: 1, MinP: 0, RepeatPenal
 // what repacking gives in one process.
 const RepackSuffix = ":repack"
 
+// KernelsSuffix on an engine name runs that side's weight matmuls on
+// edgellm's own kernels (host.LoadOptions.Kernels "edgellm"):
+// "native:edgellm" against "native" measures them against ggml's in one
+// process. It combines with RepackSuffix (repacked matrices keep ggml's).
+const KernelsSuffix = ":edgellm"
+
 // ParseEngine splits an engine name into the host.LoadOptions engine and
-// whether RepackSuffix asked for repacked weights.
+// whether RepackSuffix asked for repacked weights (KernelsSuffix, in either
+// order, is dropped: EngineKernels reads it).
 func ParseEngine(s string) (engine string, repack bool) {
+	s = strings.Replace(s, KernelsSuffix, "", 1)
 	if e, ok := strings.CutSuffix(s, RepackSuffix); ok {
 		return e, true
 	}
 	return s, false
+}
+
+// EngineKernels is the host.LoadOptions.Kernels an engine name asks for:
+// "edgellm" with KernelsSuffix, else def.
+func EngineKernels(s, def string) string {
+	if strings.Contains(s, KernelsSuffix) {
+		return "edgellm"
+	}
+	return def
 }
 
 func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
@@ -226,9 +254,13 @@ func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 	}
 	engine, repack := ParseEngine(engineName)
 	repack = repack || o.Repack
+	kern := EngineKernels(engineName, o.Kernels)
+	if engine == "llamacpp" && kern == "edgellm" && !strings.Contains(engineName, KernelsSuffix) {
+		kern = "" // Options.Kernels is for the native engines measured
+	}
 	rss0, pss0 := mem.Now()
 	t0 := time.Now()
-	eng, err := host.Load(path, host.LoadOptions{Engine: engine, Repack: repack, Notices: progress})
+	eng, err := host.Load(path, host.LoadOptions{Engine: engine, Repack: repack, Kernels: kern, Notices: progress})
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +286,9 @@ func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 		threads = runtime.NumCPU()
 	}
 	name := eng.Name()
+	if kern == "edgellm" {
+		name += KernelsSuffix
+	}
 	if repack {
 		name += RepackSuffix
 		fmt.Fprintf(progress, "bench: %s repacked %d matrices: %.1f MiB of anonymous memory (not reclaimable)\n", name, info.RepackTensors, mib(info.RepackBytes))
@@ -382,6 +417,16 @@ func Run(ctx context.Context, path string, o Options) (*Result, error) {
 // repeats interleaved (a, b, a, b, ...) with the same prompt tokens, threads
 // and KV type, and reports each side and the ratios a/b.
 func Compare(ctx context.Context, path, a, b string, o Options) (*CompareResult, error) {
+	return CompareAll(ctx, path, a, []string{b}, o)
+}
+
+// CompareAll is Compare against one or two engines (B, and C when
+// len(others) is 2), all loaded in one process and run in the same
+// interleaved rounds (a, b, c, a, b, c, ...).
+func CompareAll(ctx context.Context, path, a string, others []string, o Options) (*CompareResult, error) {
+	if len(others) < 1 || len(others) > 2 {
+		return nil, fmt.Errorf("compare against %d engines (want 1 or 2)", len(others))
+	}
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -396,33 +441,45 @@ func Compare(ctx context.Context, path, a, b string, o Options) (*CompareResult,
 		return nil, fmt.Errorf("engine %s: %w", a, err)
 	}
 	defer sa.eng.Close()
-	sb, err := load(path, b, o, mem)
-	if err != nil {
-		return nil, fmt.Errorf("engine %s: %w", b, err)
+	sides := []*side{sa}
+	for i, b := range others {
+		sb, err := load(path, b, o, mem)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s: %w", b, err)
+		}
+		defer sb.eng.Close()
+		sb.tag = string(rune('B'+i)) + " "
+		if !slices.Equal(sa.prompt.Tokens, sb.prompt.Tokens) {
+			return nil, fmt.Errorf("engines %s and %s tokenize the prompt differently", a, b)
+		}
+		sides = append(sides, sb)
 	}
-	defer sb.eng.Close()
-	sa.tag, sb.tag = "A ", "B "
-	if !slices.Equal(sa.prompt.Tokens, sb.prompt.Tokens) {
-		return nil, fmt.Errorf("engines %s and %s tokenize the prompt differently", a, b)
-	}
+	sa.tag = "A "
+	sb := sides[1]
 	for i := range o.Repeats {
-		for _, s := range []*side{sa, sb} {
+		for _, s := range sides {
 			if err := s.repeat(ctx, o, i); err != nil {
 				return nil, fmt.Errorf("%s repeat %d: %w", s.res.Engine, i+1, err)
 			}
 		}
 	}
 	peak := mem.Stop()
-	sa.finish()
-	sb.finish()
-	for _, s := range []*side{sa, sb} {
+	for _, s := range sides {
+		s.finish()
 		s.res.MemSamples, s.res.SmapsSamples = peak.Samples, peak.SmapsSamples
 	}
-	return &CompareResult{A: sa.res, B: sb.res,
+	r := &CompareResult{A: sa.res, B: sb.res,
 		DecodeRatio:     ratio(sa.res.DecodeTPS, sb.res.DecodeTPS),
 		PrefillRatio:    ratio(sa.res.PrefillTPS, sb.res.PrefillTPS),
 		DecodeCPURatio:  ratio(sa.res.DecodeCPUTPS, sb.res.DecodeCPUTPS),
 		PrefillCPURatio: ratio(sa.res.PrefillCPUTPS, sb.res.PrefillCPUTPS),
 		RSSPeakMB:       mib(peak.RSS), PSSPeakMB: mib(peak.PSS),
-	}, nil
+	}
+	if len(sides) == 3 {
+		sc := sides[2]
+		r.C = sc.res
+		r.DecodeRatioC, r.PrefillRatioC = ratio(sa.res.DecodeTPS, sc.res.DecodeTPS), ratio(sa.res.PrefillTPS, sc.res.PrefillTPS)
+		r.DecodeCPURatioC, r.PrefillCPURatioC = ratio(sa.res.DecodeCPUTPS, sc.res.DecodeCPUTPS), ratio(sa.res.PrefillCPUTPS, sc.res.PrefillCPUTPS)
+	}
+	return r, nil
 }

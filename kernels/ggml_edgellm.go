@@ -1,0 +1,87 @@
+package kernels
+
+/*
+#include "ggml.h"
+
+// emv_matvec's signature (kernels/matvec/matvec.h); the pointer comes from
+// matvec.CFunc and rides in the op's userdata.
+typedef int (*edgellm_mv_fn)(int, int, const void *, size_t, int64_t, int64_t, int64_t,
+                             const void *, size_t, int64_t, float *, size_t);
+
+// edgellm_mv_op is the custom op's body, run by each of ggml's nth pool
+// threads: dst[m, n] = w[k, m] x a[k, n] (a: Q8_0 rows). Thread ith takes a
+// contiguous range of weight rows (whole row pairs, the AVX-512 kernel's
+// unit); the kernel's bits do not depend on the split.
+static void edgellm_mv_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
+	const struct ggml_tensor *w = dst->src[0], *a = dst->src[1];
+	int64_t m = w->ne[1], pairs = (m + 1) / 2;
+	int64_t r0 = 2 * (pairs * ith / nth), r1 = 2 * (pairs * (ith + 1) / nth);
+	if (r1 > m) r1 = m;
+	if (r0 >= r1) return;
+	((edgellm_mv_fn)ud)((int)w->type, -1, w->data, w->nb[1], w->ne[0], r0, r1,
+	                    a->data, a->nb[1], a->ne[1], (float *)dst->data, dst->nb[1] / sizeof(float));
+}
+
+static struct ggml_tensor *edgellm_mul_mat_edgellm(struct ggml_context *ctx, struct ggml_tensor *w,
+                                                   struct ggml_tensor *aq, void *fn) {
+	struct ggml_tensor *args[2] = {w, aq};
+	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], aq->ne[1], 1, 1, args, 2, edgellm_mv_op,
+	                      GGML_N_TASKS_MAX, fn);
+}
+*/
+import "C"
+
+import "github.com/edgellm/edgellm/kernels/matvec"
+
+// EdgellmMaxN is the largest number of activation rows (tokens) for which
+// MulMatEdgellm uses edgellm's kernels: decode steps and speculative
+// verify batches, up to K+1 = 9 rows (abi.MaxSpecK 8; the ninth row takes
+// a second pass over the weights, matvec.MaxN being 8). Larger batches
+// (prefill) stay on ggml's mul_mat, whose blocked kernels are built for
+// them.
+const EdgellmMaxN = matvec.MaxN + 1
+
+var edgellmFn = matvec.CFunc()
+
+// OpName is ggml's name for the op that computes t ("MUL_MAT", "CUSTOM",
+// ...; "NONE" for a leaf).
+func (t Tensor) OpName() string { return C.GoString(C.ggml_op_desc(t.p)) }
+
+// CountOps is how many of g's nodes compute op (an OpName).
+func (g *Graph) CountOps(op string) int {
+	n := 0
+	for i := range g.NNodes() {
+		if (Tensor{C.ggml_graph_node(g.p, C.int(i))}).OpName() == op {
+			n++
+		}
+	}
+	return n
+}
+
+// EdgellmEligible reports whether MulMatEdgellm(w, x) runs edgellm's kernel
+// (and not ggml's mul_mat): w is a plain (not repacked) Q8_0 or Q4_0 matrix
+// and x a contiguous 2-D F32 batch of 1..EdgellmMaxN rows.
+func EdgellmEligible(w, x Tensor) bool {
+	return w.p != nil && x.p != nil && matvec.Supported(int(w.Type())) && !w.Repacked() &&
+		w.Ne(2) == 1 && w.Ne(3) == 1 && w.Nb(0) < w.Nb(1) &&
+		x.Type() == GGMLTypeF32 && x.Ne(0) == w.Ne(0) && x.Ne(2) == 1 && x.Ne(3) == 1 &&
+		x.Ne(1) >= 1 && x.Ne(1) <= EdgellmMaxN && x.Contiguous()
+}
+
+// MulMatEdgellm is MulMat(w, x) computed by edgellm's own matvec kernels
+// (kernels/matvec) when EdgellmEligible(w, x), and by ggml's mul_mat
+// otherwise. Two nodes: x is cast to Q8_0 by ggml (the same quantisation
+// its mul_mat applies to the vector operand), then a custom op, run by the
+// graph's thread pool with the weight rows split across the threads, reads
+// each weight block once for all rows of x. Row j of the result is bitwise
+// the same whatever the number of rows or threads (matvec's contract).
+func (c *GGMLContext) MulMatEdgellm(w, x Tensor) Tensor {
+	if !EdgellmEligible(w, x) {
+		return c.MulMat(w, x)
+	}
+	if !c.ok("mul_mat_edgellm", w, x) || c.FreeBytes() < 2*TensorOverhead() {
+		return c.fail("mul_mat_edgellm: context full")
+	}
+	aq := C.ggml_cast(c.p, x.p, C.GGML_TYPE_Q8_0)
+	return Tensor{C.edgellm_mul_mat_edgellm(c.p, w.p, aq, edgellmFn)}
+}
