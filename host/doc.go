@@ -45,6 +45,11 @@
 // each only when the ability is real (a session of a model loaded without
 // a tier ladder is no TierSwapper). Engine.Capabilities says what no
 // session method does: whether the engine decodes speculatively.
+// StateSaver (both engines) saves a session's KV state and restores it
+// into a session of the same model, engine, KV type and window layout
+// without decoding (a versioned header with the model's identity; a
+// mismatch or corrupt input is an ErrBadState naming what differs); a
+// native session whose KV arena a draft model shares refuses to save.
 //
 // AttachDraft attaches speculative decoding to a native-engine session (a
 // draft of the model's first layers, a lower-precision weight set, prompt

@@ -31,6 +31,12 @@ type (
 	// TierSwapper is implemented by sessions that can move to another tier
 	// of a ladder, migrating their KV state (the llamacpp engine).
 	TierSwapper = engine.TierSwapper
+	// StateSaver is implemented by sessions whose KV state can be saved and
+	// restored without decoding again (both engines; not a native session
+	// sharing its KV arena with a draft model).
+	StateSaver = engine.StateSaver
+	// StateHeader opens a saved session state.
+	StateHeader = engine.StateHeader
 	// SwapTimings are the phases of one tier swap.
 	SwapTimings = engine.SwapTimings
 )
@@ -54,6 +60,11 @@ const (
 // both engines when the prompt plus generated tokens would exceed the
 // session's context.
 var ErrContextFull = engine.ErrContextFull
+
+// ErrBadState wraps (errors.Is) every StateSaver.RestoreState error about
+// the saved bytes: truncated, corrupt, or of another engine, model or KV
+// type.
+var ErrBadState = engine.ErrBadState
 
 // ParseAttention validates an attention kernel name (auto, flash, classic).
 func ParseAttention(s string) (Attention, error) { return engine.ParseAttention(s) }

@@ -87,7 +87,7 @@ extern "C" {
  * callers of any minor up to its own; edgellm_api_version returns the
  * library's. */
 #define EDGELLM_API_VERSION_MAJOR 1
-#define EDGELLM_API_VERSION_MINOR 3
+#define EDGELLM_API_VERSION_MINOR 4
 
 typedef enum edgellm_status {
     EDGELLM_OK = 0,
@@ -306,6 +306,10 @@ struct edgellm_stats {
     int32_t generating;        /* 1 while an edgellm_generate runs on the session */
     int64_t draft_proposed;    /* last generation with a draft: tokens drafted */
     int64_t draft_accepted;    /*                                 and accepted */
+    /* 1.4 */
+    int64_t n_decodes;         /* forward passes (decode batches) the session has run since
+                                  created; during a generation: the count when it started.
+                                  edgellm_session_restore adds none. */
 };
 
 /* ---- logging (1.1) ----------------------------------------------------- */
@@ -398,14 +402,21 @@ int edgellm_session_free(edgellm_session s);
 /* (1.1) Empties the session's context (a new conversation); a policy stays. */
 int edgellm_session_reset(edgellm_session s);
 /* (1.1) The session's state as bytes an app can keep (a file, a
- * database): the tokens in its context. *n_out is the size;
- * EDGELLM_ERR_TOO_SMALL (with *n_out set) when cap is less; buf may be
- * NULL with cap 0 to ask the size. */
+ * database): the tokens in its context and (1.4) its KV cache cells (only
+ * the positions it holds), after a versioned header naming the engine, the
+ * model's identity (shape and vocabulary) and the KV type. *n_out is the
+ * size (about n_ctx_used x the KV bytes per token); EDGELLM_ERR_TOO_SMALL
+ * (with *n_out set) when cap is less; buf may be NULL with cap 0 to ask the
+ * size. EDGELLM_ERR_BUSY while a draft model shares the session's KV. */
 int edgellm_session_save(edgellm_session s, void *buf, size_t cap, size_t *n_out);
 /* (1.1) Replaces the session's context with a saved state of a session of
- * the same model: its tokens are decoded again (a prefill, not a memory
- * copy). A state from another vocabulary or longer than the session's
- * context is EDGELLM_ERR_INVALID_ARGUMENT. */
+ * the same model, engine and KV type (and, on the native engine, the same
+ * KV window layout): (1.4) the KV cells are copied back, nothing is decoded
+ * (edgellm_stats.n_decodes does not move). A state of another model,
+ * engine, KV type or window layout, longer than the session's context,
+ * truncated or corrupt is EDGELLM_ERR_INVALID_ARGUMENT (the message names
+ * what differs) and leaves the session empty. A 1.1-1.3 state (tokens
+ * only) is still accepted and restored by decoding its tokens again. */
 int edgellm_session_restore(edgellm_session s, const void *buf, size_t n);
 
 /* ---- generation ------------------------------------------------------- */

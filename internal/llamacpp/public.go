@@ -13,6 +13,8 @@ type sessionCore interface {
 	Threads() int
 	KVBytesPerToken() int64
 	StateBytes() (int, error)
+	engine.StateSaver
+	DecodeCount() int64
 	core() *Session
 }
 

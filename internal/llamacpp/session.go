@@ -18,6 +18,8 @@ type Session struct {
 	// The last Decode: its length, and the offset within it of the final
 	// chunk that went through llama_decode (long prompts are split).
 	lastLen, lastChunkOff int
+
+	decodes int64 // llama_decode calls (DecodeCount)
 }
 
 var _ engine.Session = (*Session)(nil)
@@ -109,6 +111,7 @@ func (s *Session) Decode(tokens []int32, want engine.LogitsMode) error {
 				return err
 			}
 		}
+		s.decodes++
 		if err := s.ctx.Decode(s.batch); err != nil {
 			// Drop whatever this chunk may have written, keeping [0, s.n).
 			s.ctx.MemorySeqRm(0, s.n, -1)

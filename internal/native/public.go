@@ -26,6 +26,8 @@ type sessionCore interface {
 	LastLayerLatency(dst *LayerLatency) bool
 	KVBytesPerToken() int64
 	Stats() Stats
+	engine.StateSaver
+	DecodeCount() int64
 	core() *Session
 }
 

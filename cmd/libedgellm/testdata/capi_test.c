@@ -295,6 +295,62 @@ static int greedy_from(edgellm_session s, const char *prompt, int n, struct coll
     return edgellm_generate(s, &gp, collect_cb, c);
 }
 
+/* Save, restore into a fresh session, continue both (1.1; 1.4: the KV cells
+ * are copied back, so the restored session runs no forward pass). */
+static void save_restore(const char *model, const char *engine) {
+    struct edgellm_engine_params ep;
+    edgellm_engine_params_init(&ep);
+    ep.model_path = model;
+    ep.engine = engine;
+    edgellm_engine e = 0;
+    CHECK(edgellm_engine_load(&ep, &e) == EDGELLM_OK, "%s: engine_load", engine);
+    struct edgellm_session_params sp;
+    edgellm_session_params_init(&sp);
+    sp.n_threads = 1;
+    edgellm_session a = 0, b = 0;
+    CHECK(edgellm_session_new(e, &sp, &a) == EDGELLM_OK && edgellm_session_new(e, &sp, &b) == EDGELLM_OK, "%s: save sessions", engine);
+    struct collect c1 = {0};
+    CHECK(greedy_from(a, "Once upon a time", 8, &c1) == EDGELLM_OK, "%s: turn 1", engine);
+    size_t need = 0;
+    CHECK(edgellm_session_save(a, NULL, 0, &need) == EDGELLM_ERR_TOO_SMALL && need > 16, "%s: save size query: %zu", engine, need);
+    unsigned char *state = malloc(need + 1);
+    size_t got = 0;
+    CHECK(state && edgellm_session_save(a, state, need, &got) == EDGELLM_OK && got == need, "%s: save", engine);
+    struct edgellm_stats sa, sb;
+    edgellm_stats_init(&sa);
+    edgellm_stats_init(&sb);
+    edgellm_session_stats(b, &sb);
+    int64_t before = sb.n_decodes;
+    CHECK(edgellm_session_restore(b, state, got) == EDGELLM_OK, "%s: restore: %s", engine, edgellm_last_error());
+    edgellm_session_stats(a, &sa);
+    edgellm_session_stats(b, &sb);
+    CHECK(sa.n_ctx_used == sb.n_ctx_used && sa.n_ctx_used > 8, "%s: restored positions %d, saved %d", engine, sb.n_ctx_used, sa.n_ctx_used);
+    CHECK(before == 0 && sb.n_decodes == 0 && sa.n_decodes > 0,
+          "%s: restore ran %lld forward passes (%lld before; the saved session ran %lld)", engine,
+          (long long)sb.n_decodes, (long long)before, (long long)sa.n_decodes);
+    printf("%s: %d positions saved in %zu bytes\n", engine, sa.n_ctx_used, got);
+    struct collect ca = {0}, cb = {0};
+    CHECK(greedy_from(a, " The", 24, &ca) == EDGELLM_OK && greedy_from(b, " The", 24, &cb) == EDGELLM_OK, "%s: turn 2 on both", engine);
+    CHECK(strcmp(ca.text, cb.text) == 0 && ca.len > 0, "%s: restored session continues differently:\n  \"%s\"\n  \"%s\"", engine, ca.text, cb.text);
+    state[3] ^= 1;
+    CHECK(edgellm_session_restore(b, state, got) == EDGELLM_ERR_INVALID_ARGUMENT, "%s: a corrupt state restored", engine);
+    state[3] ^= 1;
+    CHECK(edgellm_session_restore(b, state, 7) == EDGELLM_ERR_INVALID_ARGUMENT, "%s: a short state restored", engine);
+    CHECK(edgellm_session_restore(b, state, got - 1) == EDGELLM_ERR_INVALID_ARGUMENT, "%s: a truncated state restored", engine);
+    edgellm_session_stats(b, &sb);
+    CHECK(sb.n_ctx_used == 0, "%s: a refused restore left %d positions", engine, sb.n_ctx_used);
+    struct edgellm_session_params sf = sp;
+    sf.kv_type = "f32";
+    edgellm_session f = 0;
+    CHECK(edgellm_session_new(e, &sf, &f) == EDGELLM_OK, "%s: an f32 KV session", engine);
+    CHECK(edgellm_session_restore(f, state, got) == EDGELLM_ERR_INVALID_ARGUMENT && strstr(edgellm_last_error(), "KV type"),
+          "%s: an f16 state into an f32 KV session: %s", engine, edgellm_last_error());
+    free(state);
+    CHECK(edgellm_session_free(a) == EDGELLM_OK && edgellm_session_free(b) == EDGELLM_OK && edgellm_session_free(f) == EDGELLM_OK,
+          "%s: save frees", engine);
+    CHECK(edgellm_engine_free(e) == EDGELLM_OK, "%s: engine free", engine);
+}
+
 int main(int argc, char **argv) {
     int emulated = argc == 6 && strcmp(argv[5], "emulated") == 0;
     if (argc != 5 && !emulated) {
@@ -570,35 +626,21 @@ int main(int argc, char **argv) {
     }
 
     // ---- 1.1: session reset, save and restore ----
+    save_restore(model, "native");
+    save_restore(model, "llamacpp");
     {
-        edgellm_session a = 0, b = 0;
-        CHECK(edgellm_session_new(e, &sp, &a) == EDGELLM_OK && edgellm_session_new(e, &sp, &b) == EDGELLM_OK, "save sessions");
+        edgellm_session a = 0;
+        CHECK(edgellm_session_new(e, &sp, &a) == EDGELLM_OK, "reset session");
         struct collect c1 = {0};
-        CHECK(greedy_from(a, "Once upon a time", 8, &c1) == EDGELLM_OK, "turn 1");
-        size_t need = 0;
-        CHECK(edgellm_session_save(a, NULL, 0, &need) == EDGELLM_ERR_TOO_SMALL && need > 16, "save size query: %zu", need);
-        unsigned char state[16384];
-        size_t got = 0;
-        CHECK(need <= sizeof state && edgellm_session_save(a, state, sizeof state, &got) == EDGELLM_OK && got == need, "save");
-        CHECK(edgellm_session_restore(b, state, got) == EDGELLM_OK, "restore");
-        struct edgellm_stats sa, sb;
+        CHECK(greedy_from(a, "Once upon a time", 8, &c1) == EDGELLM_OK, "before reset");
+        struct edgellm_stats sa;
         edgellm_stats_init(&sa);
-        edgellm_stats_init(&sb);
-        edgellm_session_stats(a, &sa);
-        edgellm_session_stats(b, &sb);
-        CHECK(sa.n_ctx_used == sb.n_ctx_used && sa.n_ctx_used > 8, "restored positions %d, saved %d", sb.n_ctx_used, sa.n_ctx_used);
-        struct collect ca = {0}, cb = {0};
-        CHECK(greedy_from(a, " The", 24, &ca) == EDGELLM_OK && greedy_from(b, " The", 24, &cb) == EDGELLM_OK, "turn 2 on both");
-        CHECK(strcmp(ca.text, cb.text) == 0 && ca.len > 0, "restored session continues differently:\n  \"%s\"\n  \"%s\"", ca.text, cb.text);
-        state[3] ^= 1;
-        CHECK(edgellm_session_restore(b, state, got) == EDGELLM_ERR_INVALID_ARGUMENT, "a corrupt state restored");
-        CHECK(edgellm_session_restore(b, state, 7) == EDGELLM_ERR_INVALID_ARGUMENT, "a short state restored");
         CHECK(edgellm_session_reset(a) == EDGELLM_OK, "reset");
         edgellm_session_stats(a, &sa);
         struct collect cr = {0};
         CHECK(sa.n_ctx_used == 0 && greedy(a, 64, &cr) == EDGELLM_OK && strncmp(cr.text, golden, strlen(golden)) == 0,
               "after reset: %d positions, text \"%s\"", sa.n_ctx_used, cr.text);
-        CHECK(edgellm_session_free(a) == EDGELLM_OK && edgellm_session_free(b) == EDGELLM_OK, "save frees");
+        CHECK(edgellm_session_free(a) == EDGELLM_OK, "reset frees");
         CHECK(edgellm_session_reset(a) == EDGELLM_ERR_BAD_HANDLE, "reset a freed session");
     }
 

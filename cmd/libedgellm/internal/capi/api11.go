@@ -15,7 +15,9 @@ package capi
 import "C"
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -317,8 +319,15 @@ func edgellm_session_reset(h C.edgellm_session) C.int {
 	return done(err, statusInternal)
 }
 
-// A saved state: magic, vocabulary size, token count, tokens (little endian).
-const stateMagic = "EDGLST01"
+// A saved state (stateMagic): magic, token count, the tokens (little
+// endian), then the host session's state (host.StateSaver: a versioned
+// header naming engine, model identity and KV type, then the KV cells).
+// Restore writes the KV cells back: no decode. A 1.1 state (oldStateMagic:
+// vocabulary size and tokens only) is still restored, by a prefill.
+const (
+	stateMagic    = "EDGLST02"
+	oldStateMagic = "EDGLST01"
+)
 
 //export edgellm_session_save
 func edgellm_session_save(h C.edgellm_session, buf unsafe.Pointer, capacity C.size_t, nOut *C.size_t) C.int {
@@ -335,15 +344,24 @@ func edgellm_session_save(h C.edgellm_session, buf unsafe.Pointer, capacity C.si
 			unlock()
 			return errorf(statusInternal, "edgellm_session_save: the session holds %d positions but only %d tokens are known", n, len(s.toks))
 		}
-		toks := s.toks[:n]
-		b := make([]byte, 0, 16+4*len(toks))
-		b = append(b, stateMagic...)
-		b = binary.LittleEndian.AppendUint32(b, uint32(s.eng.eng.Vocab().NVocab()))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(toks)))
-		for _, t := range toks {
-			b = binary.LittleEndian.AppendUint32(b, uint32(t))
+		ss, ok := s.sess.(host.StateSaver)
+		if !ok {
+			unlock()
+			return errorf(statusBusy, "edgellm_session_save: this session cannot save its KV state while a draft model shares its KV (detach it)")
 		}
+		toks := s.toks[:n]
+		var w bytes.Buffer
+		w.WriteString(stateMagic)
+		w.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(toks))))
+		for _, t := range toks {
+			w.Write(binary.LittleEndian.AppendUint32(nil, uint32(t)))
+		}
+		err = ss.SaveState(&w)
 		unlock()
+		if err != nil {
+			return fmt.Errorf("edgellm_session_save: %w", err)
+		}
+		b := w.Bytes()
 		*nOut = C.size_t(len(b))
 		if C.size_t(len(b)) > capacity {
 			return errorf(statusTooSmall, "edgellm_session_save: %d bytes, room for %d", len(b), capacity)
@@ -360,12 +378,15 @@ func edgellm_session_restore(h C.edgellm_session, buf unsafe.Pointer, n C.size_t
 		if buf == nil {
 			return errorf(statusInvalidArgument, "edgellm_session_restore: buf must not be NULL")
 		}
-		b := C.GoBytes(buf, C.int(min(n, 1<<30)))
-		if len(b) < 16 || string(b[:8]) != stateMagic {
+		b := unsafe.Slice((*byte)(buf), int(min(n, 1<<40)))
+		if len(b) >= 16 && string(b[:8]) == oldStateMagic {
+			return restoreReplay(h, C.GoBytes(buf, C.int(min(n, 1<<30))))
+		}
+		if len(b) < 12 || string(b[:8]) != stateMagic {
 			return errorf(statusInvalidArgument, "edgellm_session_restore: not a saved session state")
 		}
-		nv, nt := binary.LittleEndian.Uint32(b[8:]), binary.LittleEndian.Uint32(b[12:])
-		if uint64(len(b)) != 16+4*uint64(nt) {
+		nt := uint64(binary.LittleEndian.Uint32(b[8:]))
+		if uint64(len(b)) < 12+4*nt {
 			return errorf(statusInvalidArgument, "edgellm_session_restore: %d bytes for %d tokens", len(b), nt)
 		}
 		s, unlock, err := lockSession("edgellm_session_restore", h)
@@ -373,29 +394,31 @@ func edgellm_session_restore(h C.edgellm_session, buf unsafe.Pointer, n C.size_t
 			return err
 		}
 		defer unlock()
-		if v := s.eng.eng.Vocab().NVocab(); int(nv) != v {
-			return errorf(statusInvalidArgument, "edgellm_session_restore: a state of a %d-token vocabulary, this model has %d", nv, v)
-		}
 		if int(nt) > s.cfg.NCtx {
 			return errorf(statusInvalidArgument, "edgellm_session_restore: %d tokens, the session's context is %d", nt, s.cfg.NCtx)
 		}
+		ss, ok := s.sess.(host.StateSaver)
+		if !ok {
+			return errorf(statusBusy, "edgellm_session_restore: this session cannot restore a KV state while a draft model shares its KV (detach it)")
+		}
+		nv := int32(s.eng.eng.Vocab().NVocab())
 		toks := make([]int32, nt)
 		for i := range toks {
-			toks[i] = int32(binary.LittleEndian.Uint32(b[16+4*i:]))
-			if toks[i] < 0 || toks[i] >= int32(nv) {
+			toks[i] = int32(binary.LittleEndian.Uint32(b[12+4*i:]))
+			if toks[i] < 0 || toks[i] >= nv {
 				return errorf(statusInvalidArgument, "edgellm_session_restore: token %d outside the vocabulary", toks[i])
 			}
 		}
-		if err := s.sess.Truncate(0); err != nil {
-			return err
-		}
 		s.toks, s.toksLost = s.toks[:0], false
-		const batch = 256
-		for i := 0; i < len(toks); i += batch {
-			if err := s.sess.Decode(toks[i:min(i+batch, len(toks))], host.LogitsLast); err != nil {
-				s.sess.Truncate(0)
-				return fmt.Errorf("edgellm_session_restore: %w", err)
+		if err := ss.RestoreState(bytes.NewReader(b[12+4*nt:])); err != nil {
+			if errors.Is(err, host.ErrBadState) {
+				return errorf(statusInvalidArgument, "edgellm_session_restore: %v", err)
 			}
+			return fmt.Errorf("edgellm_session_restore: %w", err)
+		}
+		if s.sess.Len() != len(toks) {
+			s.sess.Truncate(0)
+			return errorf(statusInvalidArgument, "edgellm_session_restore: %d tokens for a KV state of %d positions", len(toks), s.sess.Len())
 		}
 		s.toks = append(s.toks, toks...)
 		return nil

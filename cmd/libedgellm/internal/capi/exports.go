@@ -322,6 +322,7 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	vocab := s.eng.eng.Vocab()
 	text := goString(p.prompt)
 	start := s.sess.Len()
+	s.decodes.Store(decodeCount(s.sess))
 	var prompt []int32
 	switch {
 	case text != "":

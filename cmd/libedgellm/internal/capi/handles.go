@@ -105,6 +105,7 @@ type sessionObj struct {
 	cbuf     *cbuffer                           // token text handed to C
 	utf8     utf8Joiner                         // EDGELLM_GENERATE_UTF8_COMPLETE
 	toks     []int32                            // every token fed or generated, in order (edgellm_session_save)
+	decodes  atomic.Int64                       // the engine's forward passes, as of the last read outside a generation
 	toksLost bool                               // toks has gaps: save refuses until a reset or restore
 
 	mu     sync.Mutex // guards busy/closed transitions, policy, last, live

@@ -243,10 +243,12 @@ func edgellm_session_stats(h C.edgellm_session, out *C.struct_edgellm_stats) C.i
 		}
 		if !s.busy.Load() {
 			st.n_ctx_used = C.int32_t(s.sess.Len()) // Len is not safe during a generation
+			s.decodes.Store(decodeCount(s.sess))
 		} else {
 			st.n_ctx_used = C.int32_t(s.used.Load())
 			st.generating = 1
 		}
+		st.n_decodes = C.int64_t(s.decodes.Load())
 		if s.policy != nil {
 			l := s.live
 			st.tier, st.spec_k, st.window = C.int32_t(l.tier), C.int32_t(l.specK), C.int32_t(l.window)
