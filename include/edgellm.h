@@ -87,7 +87,7 @@ extern "C" {
  * callers of any minor up to its own; edgellm_api_version returns the
  * library's. */
 #define EDGELLM_API_VERSION_MAJOR 1
-#define EDGELLM_API_VERSION_MINOR 2
+#define EDGELLM_API_VERSION_MINOR 3
 
 typedef enum edgellm_status {
     EDGELLM_OK = 0,
@@ -211,6 +211,16 @@ struct edgellm_generate_params {
 
 /* edgellm_generate_params.flags */
 #define EDGELLM_GENERATE_UTF8_COMPLETE (1u << 0) /* pass only whole UTF-8 characters (see the callback) */
+/* (1.3) Parse special-token text in the prompt ("<|im_start|>", "<end_of_turn>")
+ * into the tokens it names, as EDGELLM_TOKENIZE_PARSE_SPECIAL: for a prompt
+ * made by edgellm_chat_apply. All of the prompt is parsed, message contents
+ * included: a user who types "<|im_start|>system" writes that control token. */
+#define EDGELLM_GENERATE_PARSE_SPECIAL (1u << 1)
+
+/* edgellm_tokenize's flags (1.3; in 1.1 and 1.2 the argument was add_special,
+ * 0 or 1, which keeps its meaning). */
+#define EDGELLM_TOKENIZE_ADD_SPECIAL   (1 << 0) /* BOS and the other tokens the model puts at the start of a text */
+#define EDGELLM_TOKENIZE_PARSE_SPECIAL (1 << 1) /* special-token text becomes the token it names (llama_tokenize's parse_special) */
 
 /* ---- sensors pushed by the app -------------------------------------- */
 
@@ -359,11 +369,13 @@ int edgellm_engine_free(edgellm_engine e);
 
 /* ---- model (1.1) -------------------------------------------------------- */
 int edgellm_model_info(edgellm_engine e, struct edgellm_model_info *out);
-/* Tokenizes text (add_special: BOS and the other tokens the model puts at
- * the start of a text) into tokens[0..n_max). *n_out is the token count;
- * EDGELLM_ERR_TOO_SMALL (with *n_out set) when n_max is less. tokens may
- * be NULL when n_max is 0. */
-int edgellm_tokenize(edgellm_engine e, const char *text, int32_t add_special,
+/* Tokenizes text into tokens[0..n_max). flags: EDGELLM_TOKENIZE_* bits
+ * (ADD_SPECIAL: BOS and the other tokens the model puts at the start of a
+ * text; PARSE_SPECIAL (1.3): "<|im_end|>" is that control token, not
+ * text); other bits are EDGELLM_ERR_INVALID_ARGUMENT. *n_out is the token
+ * count; EDGELLM_ERR_TOO_SMALL (with *n_out set) when n_max is less.
+ * tokens may be NULL when n_max is 0. */
+int edgellm_tokenize(edgellm_engine e, const char *text, int32_t flags,
                      int32_t *tokens, int32_t n_max, int32_t *n_out);
 /* The text of n tokens into buf (cap bytes, NUL-terminated); *n_out is its
  * length without the NUL; EDGELLM_ERR_TOO_SMALL (with *n_out set) when
@@ -375,7 +387,8 @@ int edgellm_detokenize(edgellm_engine e, const int32_t *tokens, int32_t n,
  * Templates are matched against llama.cpp's built-in ones (no Jinja): an
  * unknown one is EDGELLM_ERR_INVALID_ARGUMENT. add_assistant ends the
  * prompt with the opening of the assistant's turn. buf, cap and n_out as
- * in edgellm_detokenize. */
+ * in edgellm_detokenize. The prompt's control tokens are text until
+ * parsed: generate it with EDGELLM_GENERATE_PARSE_SPECIAL (1.3). */
 int edgellm_chat_apply(edgellm_engine e, const char *tmpl, const struct edgellm_chat_message *msgs,
                        int32_t n_msgs, int32_t add_assistant, char *buf, size_t cap, size_t *n_out);
 

@@ -2,7 +2,9 @@
 // weights (a fixed seed gives a byte-identical file) in the shape of a real
 // model, with a real tokenizer copied from a vocabulary GGUF. They stand in
 // for models that cannot be downloaded here, for speed, memory and scaling
-// work; they generate gibberish, never NaN or Inf.
+// work; they generate gibberish, never NaN or Inf. A family's shape also
+// carries the family's chat format (Shape.Chat, chat.go): its
+// tokenizer.chat_template and control tokens, added to the vocabulary.
 //
 //	err := synth.Write(ctx, synth.Options{Shape: synth.Shapes["tiny"], Type: gguf.Q4_0,
 //		VocabPath: vocab, Seed: 1, Out: "tiny.gguf"}, nil)

@@ -42,6 +42,9 @@ type Shape struct {
 	// RopeLinear is a linear RoPE scaling factor (rope.scaling.type linear),
 	// 0 = none (Gemma 3 4B: 8 on its global layers).
 	RopeLinear float64
+	// Chat names the family's chat format (ChatFamilies; chat.go): its
+	// template and control tokens are added to the vocabulary. "" = none.
+	Chat string
 	// Vocab is the vocabulary GGUF (under the shared directory) the shape's
 	// tokenizer comes from when Options.VocabPath is empty; "" = DefaultVocab.
 	Vocab string
@@ -98,6 +101,8 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("shape %s: n-head %d is not a multiple of n-head-kv %d", s.Name, s.NHead, s.NHeadKV)
 	case s.HeadDim()%2 != 0:
 		return fmt.Errorf("shape %s: head dim %d must be even for RoPE", s.Name, s.HeadDim())
+	case s.Chat != "" && ChatFamilies[s.Chat].Name == "":
+		return fmt.Errorf("shape %s: chat format %q (want one of ChatFamilies)", s.Name, s.Chat)
 	case !(s.RopeBase > 0) || !(s.RMSEps > 0):
 		return fmt.Errorf("shape %s: rope base %g and rms eps %g must be positive", s.Name, s.RopeBase, s.RMSEps)
 	}

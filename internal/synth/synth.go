@@ -165,6 +165,11 @@ func Write(ctx context.Context, opts Options, progress func(Progress)) (err erro
 	if err != nil {
 		return err
 	}
+	if opts.Shape.Chat != "" {
+		if vocabKVs, nTokens, err = addChat(vocabKVs, ChatFamilies[opts.Shape.Chat]); err != nil {
+			return fmt.Errorf("chat format %s: %w", opts.Shape.Chat, err)
+		}
+	}
 
 	tmp := opts.Out + ".tmp"
 	w, err := gguf.Create(tmp)

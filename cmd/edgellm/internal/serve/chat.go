@@ -78,19 +78,27 @@ func plainPrompt(msgs []Message) string {
 }
 
 // promptTokens is the request's prompt as tokens, and the chat template's
-// name for a chat. A completion's prompt is text: special-token text in it
-// is not parsed.
+// name for a chat. A completion's prompt is parsed for special tokens, as
+// llama-server parses it: "<|im_start|>" in it is that one control token,
+// so a client that renders a chat template itself gets the model's format.
+// (A chat's message contents are never parsed: ChatFormatter.Tokens.)
 func (s *Server) promptTokens(req *Request) ([]int32, string, error) {
 	var toks []int32
 	var tmpl string
 	var err error
-	if req.Chat {
+	switch st, ok := s.vocab.(host.SpecialTokenizer); {
+	case req.Chat:
 		toks, tmpl, err = s.chat.Tokens(s.vocab, req.Messages)
-	} else {
+	case ok:
+		toks, err = st.TokenizeSpecial(req.Prompt, true)
+	default:
 		toks, err = s.vocab.Tokenize(req.Prompt, true)
 	}
 	if err != nil {
 		return nil, "", badRequest("prompt", "tokenizing the prompt: %v", err)
+	}
+	if bos := s.vocab.BOS(); !req.Chat && bos >= 0 && len(toks) >= 2 && toks[0] == bos && toks[1] == bos {
+		toks = toks[1:] // the prompt's own BOS text and the vocabulary's
 	}
 	if len(toks) == 0 {
 		toks = []int32{s.vocab.BOS()}

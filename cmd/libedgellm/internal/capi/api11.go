@@ -165,16 +165,20 @@ func edgellm_model_info(h C.edgellm_engine, out *C.struct_edgellm_model_info) C.
 }
 
 //export edgellm_tokenize
-func edgellm_tokenize(h C.edgellm_engine, text *C.char, addSpecial C.int32_t, tokens *C.int32_t, nMax C.int32_t, nOut *C.int32_t) C.int {
+func edgellm_tokenize(h C.edgellm_engine, text *C.char, flags C.int32_t, tokens *C.int32_t, nMax C.int32_t, nOut *C.int32_t) C.int {
 	err := func() error {
 		if text == nil || nOut == nil || nMax < 0 || (tokens == nil && nMax > 0) {
 			return errorf(statusInvalidArgument, "edgellm_tokenize: text and n_out must not be NULL, tokens only with n_max 0 (n_max %d)", nMax)
+		}
+		const known = C.EDGELLM_TOKENIZE_ADD_SPECIAL | C.EDGELLM_TOKENIZE_PARSE_SPECIAL
+		if flags&^known != 0 {
+			return errorf(statusInvalidArgument, "edgellm_tokenize: unknown bits %#x in flags", flags&^known)
 		}
 		e, err := lockEngine("edgellm_tokenize", h)
 		if err != nil {
 			return err
 		}
-		toks, err := e.eng.Vocab().Tokenize(C.GoString(text), addSpecial != 0)
+		toks, err := tokenize(e.eng.Vocab(), C.GoString(text), flags&C.EDGELLM_TOKENIZE_ADD_SPECIAL != 0, flags&C.EDGELLM_TOKENIZE_PARSE_SPECIAL != 0)
 		e.mu.Unlock()
 		if err != nil {
 			return errorf(statusInvalidArgument, "edgellm_tokenize: %v", err)

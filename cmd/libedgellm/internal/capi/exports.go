@@ -274,8 +274,8 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	if p.n_predict <= 0 {
 		return done(errorf(statusInvalidArgument, "edgellm_generate: n_predict %d must be positive", p.n_predict), 0)
 	}
-	if p.flags&^C.EDGELLM_GENERATE_UTF8_COMPLETE != 0 {
-		return done(errorf(statusInvalidArgument, "edgellm_generate: unknown bits %#x in flags", p.flags&^C.EDGELLM_GENERATE_UTF8_COMPLETE), 0)
+	if known := C.uint32_t(C.EDGELLM_GENERATE_UTF8_COMPLETE | C.EDGELLM_GENERATE_PARSE_SPECIAL); p.flags&^known != 0 {
+		return done(errorf(statusInvalidArgument, "edgellm_generate: unknown bits %#x in flags", p.flags&^known), 0)
 	}
 	smp := host.DefaultSampling()
 	smp.Temp, smp.TopK, smp.TopP, smp.MinP = float32(p.temperature), int(p.top_k), float32(p.top_p), float32(p.min_p)
@@ -325,7 +325,7 @@ func edgellm_generate(h C.edgellm_session, p *C.struct_edgellm_generate_params, 
 	var prompt []int32
 	switch {
 	case text != "":
-		if prompt, err = vocab.Tokenize(text, start == 0); err != nil {
+		if prompt, err = tokenize(vocab, text, start == 0, p.flags&C.EDGELLM_GENERATE_PARSE_SPECIAL != 0); err != nil {
 			return done(errorf(statusInvalidArgument, "edgellm_generate: prompt: %v", err), 0)
 		}
 	case start == 0:
