@@ -152,7 +152,9 @@ scenario-cpu-long: build policies
 # intermediate tensor, for a 512-token prefill and the decode step after it,
 # on SYNTHETIC models of real shapes (weights Q2_K: the activations do not
 # depend on the weight type, the file is smaller). Flash and classic
-# attention. Each model is written to a temp dir and removed.
+# attention; on 1B and TinyLlama also --frag (2,048 positions, the KV window
+# changed every 256: allocator bytes ÷ peak live per graph). Each model is
+# written to a temp dir and removed.
 ACT_SHAPES := llama3.2-1b tinyllama-1.1b llama2-7b
 bench-activations: build
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && for s in $(ACT_SHAPES) 3b; do \
@@ -160,6 +162,7 @@ bench-activations: build
 	  ./$(BIN) synth --shape $$args --type q2_k -o $$dir/m.gguf 2>/dev/null || exit 1; \
 	  echo "== $$s (SYNTHETIC)"; \
 	  for a in flash classic; do ./$(BIN) bench --activations -m $$dir/m.gguf -p 512 --attention $$a || exit 1; done; \
+	  case $$s in llama3.2-1b|tinyllama-1.1b) ./$(BIN) bench --activations --frag -m $$dir/m.gguf -p 256 -n 1792 -t 2 || exit 1;; esac; \
 	  rm -f $$dir/m.gguf; done
 
 # Warm start (issue #29): time to first token and peak RSS of whole run

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -362,50 +361,7 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		a.can, a.haveCan = a.abilities(), true
 	}
 	d = policy.Apply(old, d, a.can)
-	var changes []string
-	if d.Tier != old.Tier {
-		if t, err := a.sess.(TierSwapper).SwapTier(int(d.Tier)); err != nil {
-			a.refused(step, "tier", d.Tier, err)
-			d.Tier = old.Tier
-		} else {
-			a.st.Swaps++
-			a.haveCan = false // what the new tier's engine can do: asked again
-			changes = append(changes, fmt.Sprintf("tier %d→%d (swap %.1f ms)", old.Tier, d.Tier, float64(t.Total().Microseconds())/1000))
-		}
-	}
-	if d.Threads != old.Threads {
-		if err := a.sess.(ThreadSetter).SetThreads(int(d.Threads)); err == nil {
-			changes = append(changes, fmt.Sprintf("threads %d→%d", old.Threads, d.Threads))
-		} else {
-			a.refused(step, "threads", d.Threads, err)
-			d.Threads = old.Threads
-		}
-	}
-	if d.Window != old.Window || d.Anchors != old.Anchors || d.LayerWindowScale != old.LayerWindowScale {
-		changes = a.applyWindow(step, &d, old, changes)
-	}
-	if d.KVEvict != old.KVEvict {
-		changes = a.applyEvict(step, &d, old, changes)
-	}
-	if d.LayerBits != old.LayerBits {
-		if c, err := applyLayerBits(a.sess, &d.LayerBits, old.LayerBits); err != nil {
-			a.refused(step, "layer bits", d.LayerBits[0], err)
-			d.LayerBits = old.LayerBits
-		} else if c != "" {
-			changes = append(changes, c)
-		}
-	}
-	changes = a.applyDraft(step, &d, changes) // before kv_type: a draft model's KV pins it
-	if d.KVType != old.KVType {
-		changes = a.applyKVType(step, &d, old, changes)
-	}
-	a.applySpec(&d, old, &changes)
-	if d.RepackLayers != old.RepackLayers {
-		changes = a.applyRepack(step, &d, old, changes)
-	}
-	if d.CadenceSteps != old.CadenceSteps {
-		changes = append(changes, fmt.Sprintf("cadence %d→%d", old.CadenceSteps, d.CadenceSteps))
-	}
+	changes := a.applyKnobs(step, &d, old)
 	a.cur = d
 	if len(changes) > 0 {
 		a.st.Changes++
@@ -418,46 +374,4 @@ func (a *Adapter) apply(step int, d abi.Decision) error {
 		}
 	}
 	return nil
-}
-
-// applyWindow sets the session's window, anchors and per-layer windows to
-// d's (the session has a ring KV: policy.Apply kept them otherwise). What
-// the session refuses keeps old's values.
-func (a *Adapter) applyWindow(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
-	// A window as large as the context means no eviction; the runtime
-	// already clamped it to the context.
-	window, anchors := int(d.Window), int(d.Anchors)
-	if window >= a.ctx {
-		window = 0
-	} else if anchors+window+1 > a.ctx {
-		window = a.ctx - anchors - 1
-	}
-	// Per-layer windows need a window and an engine that has them;
-	// otherwise the scales stay as they were.
-	scaled := d.LayerWindowScale != old.LayerWindowScale
-	var lw []int
-	if _, ok := a.sess.(LayerWindowSetter); ok && window > 0 {
-		lw = layerWindows(window, &d.LayerWindowScale, a.eng.Info().NLayer)
-	} else {
-		d.LayerWindowScale = old.LayerWindowScale
-	}
-	var err error
-	switch {
-	case lw != nil:
-		err = a.sess.(LayerWindowSetter).SetLayerWindows(anchors, lw)
-	case d.Window != old.Window || d.Anchors != old.Anchors:
-		err = a.sess.(WindowSetter).SetWindow(anchors, window)
-	}
-	if err != nil {
-		a.refused(step, "window", fmt.Sprintf("%d anchors %d", d.Window, d.Anchors), err)
-		d.Window, d.Anchors, d.LayerWindowScale = old.Window, old.Anchors, old.LayerWindowScale
-		return changes
-	}
-	if d.Window != old.Window || d.Anchors != old.Anchors {
-		changes = append(changes, fmt.Sprintf("window %d→%d anchors %d→%d", old.Window, d.Window, old.Anchors, d.Anchors))
-	}
-	if lw != nil && (scaled || slices.Min(lw) != slices.Max(lw)) {
-		changes = append(changes, fmt.Sprintf("layer windows %v", lw))
-	}
-	return changes
 }

@@ -1,8 +1,6 @@
 package host
 
 import (
-	"fmt"
-
 	"github.com/edgellm/edgellm/abi"
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/native"
@@ -37,22 +35,4 @@ func kvTypeLimits(eng Engine) []abi.KVType {
 		}
 	}
 	return out
-}
-
-// applyKVType requantizes the session's KV cache to d's type; a type the
-// session refuses (one its arena cannot hold) keeps old's, with a log line.
-func (a *Adapter) applyKVType(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
-	r, err := a.sess.(KVTypeSetter).SetKVType(engine.KVTypeFromABI(d.KVType))
-	if err != nil {
-		if !r.Changed { // refused: nothing changed
-			a.refused(step, "KV type", d.KVType, err)
-			d.KVType = old.KVType
-			return changes
-		}
-		if a.log != nil { // changed, then releasing pages failed: kept
-			fmt.Fprintf(a.log, "[policy step %d: KV type %s: %v]\n", step, d.KVType, err)
-		}
-	}
-	return append(changes, fmt.Sprintf("KV %s→%s (requantized %d rows in %.1f ms, %d KiB released)",
-		old.KVType, d.KVType, r.Rows, float64(r.Convert.Microseconds())/1000, r.Released/1024))
 }

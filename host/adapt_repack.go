@@ -67,10 +67,10 @@ func (a *Adapter) carryRepack(step int) {
 	}
 }
 
-// applyRepack carries out d.RepackLayers: a lower count releases units at
+// setRepack carries out d.RepackLayers: a lower count releases units at
 // once; a higher one starts repacking them, RepackStepBudget a step
-// (repackStep). What the engine refuses keeps old's count.
-func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
+// (repackStep). A refusal that changed nothing is an error.
+func (a *Adapter) setRepack(step int, d *abi.Decision, _ abi.Decision) (string, error) {
 	rs := a.repackable
 	st := rs.RepackState()
 	want := min(max(int(d.RepackLayers), 0), st.MaxLayers)
@@ -79,25 +79,23 @@ func (a *Adapter) applyRepack(step int, d *abi.Decision, old abi.Decision, chang
 		a.repack = repackPacer{pending: true, from: st.Layers, target: want, startStep: step}
 		a.repackStep(step)
 		if !a.repack.pending {
-			return append(changes, a.repackDone())
+			return a.repackDone(), nil
 		}
-		return append(changes, fmt.Sprintf("repacking %d→%d layers (at most %.0f ms a step)", st.Layers, want,
-			float64(RepackStepBudget.Microseconds())/1000))
+		return fmt.Sprintf("repacking %d→%d layers (at most %.0f ms a step)", st.Layers, want,
+			float64(RepackStepBudget.Microseconds())/1000), nil
 	}
 	a.repack.pending = false // a lower count cancels a raise in progress
 	c, err := rs.SetRepackLayers(want)
 	if err != nil && c.Released+c.Restored == 0 {
-		a.refused(step, "repacked layers", d.RepackLayers, err)
-		d.RepackLayers = old.RepackLayers
-		return changes
+		return "", err
 	}
 	d.RepackLayers = int32(c.To)
 	if c.To == c.From {
-		return changes
+		return "", nil
 	}
 	a.st.RepackChanges++
-	return append(changes, fmt.Sprintf("repacked %d→%d layers (%.1f MiB released in %.1f ms)", c.From, c.To,
-		float64(c.ReleasedBytes)/(1<<20), float64(c.Time.Microseconds())/1000))
+	return fmt.Sprintf("repacked %d→%d layers (%.1f MiB released in %.1f ms)", c.From, c.To,
+		float64(c.ReleasedBytes)/(1<<20), float64(c.Time.Microseconds())/1000), nil
 }
 
 // repackStep repacks units one at a time toward the pending target until

@@ -58,37 +58,47 @@ func (a *Adapter) fillSpec(s *abi.Sensors) {
 	}
 }
 
-// applySpec applies the speculation fields of d (old is the decision in
-// force) and appends what changed.
-func (a *Adapter) applySpec(d *abi.Decision, old abi.Decision, changes *[]string) {
+// setSpecK sets the draft length and p_min (no speculation attached: the
+// decision keeps the values in force).
+func (a *Adapter) setSpecK(_ int, d *abi.Decision, old abi.Decision) (string, error) {
 	if a.spec == nil {
 		d.SpecK, d.SpecPMin = old.SpecK, old.SpecPMin
-		d.DraftThreads, d.DraftCPUMask, d.VerifyCPUMask = old.DraftThreads, old.DraftCPUMask, old.VerifyCPUMask
-		return
-	}
-	if d.SpecK != old.SpecK {
-		d.SpecK = int32(a.spec.SetK(int(d.SpecK)))
-		*changes = append(*changes, fmt.Sprintf("spec k %d→%d", old.SpecK, d.SpecK))
+		return "", nil
 	}
 	if d.SpecPMin != old.SpecPMin {
 		a.spec.SetPMin(d.SpecPMin)
 	}
-	if d.DraftThreads != old.DraftThreads || d.DraftCPUMask != old.DraftCPUMask {
-		threads := int(d.DraftThreads)
-		if threads == 0 && d.DraftCPUMask != 0 {
-			threads = max(1, int(d.Threads))
-		}
-		if err := a.spec.SetDraftThreads(threads, d.DraftCPUMask); err != nil {
-			d.DraftThreads, d.DraftCPUMask = old.DraftThreads, old.DraftCPUMask
-		} else {
-			*changes = append(*changes, fmt.Sprintf("draft threads %d mask %#x", d.DraftThreads, d.DraftCPUMask))
-		}
+	if d.SpecK == old.SpecK {
+		return "", nil
 	}
-	if d.VerifyCPUMask != old.VerifyCPUMask {
-		if err := a.spec.SetVerifyCPUMask(d.VerifyCPUMask); err != nil {
-			d.VerifyCPUMask = old.VerifyCPUMask
-		} else {
-			*changes = append(*changes, fmt.Sprintf("verify mask %#x", d.VerifyCPUMask))
-		}
+	d.SpecK = int32(a.spec.SetK(int(d.SpecK)))
+	return fmt.Sprintf("spec k %d→%d", old.SpecK, d.SpecK), nil
+}
+
+// setDraftThreads gives the draft its own threads and CPUs.
+func (a *Adapter) setDraftThreads(_ int, d *abi.Decision, old abi.Decision) (string, error) {
+	if a.spec == nil {
+		d.DraftThreads, d.DraftCPUMask = old.DraftThreads, old.DraftCPUMask
+		return "", nil
 	}
+	threads := int(d.DraftThreads)
+	if threads == 0 && d.DraftCPUMask != 0 {
+		threads = max(1, int(d.Threads))
+	}
+	if err := a.spec.SetDraftThreads(threads, d.DraftCPUMask); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("draft threads %d mask %#x", d.DraftThreads, d.DraftCPUMask), nil
+}
+
+// setVerifyMask pins the verification to CPUs.
+func (a *Adapter) setVerifyMask(_ int, d *abi.Decision, old abi.Decision) (string, error) {
+	if a.spec == nil {
+		d.VerifyCPUMask = old.VerifyCPUMask
+		return "", nil
+	}
+	if err := a.spec.SetVerifyCPUMask(d.VerifyCPUMask); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("verify mask %#x", d.VerifyCPUMask), nil
 }

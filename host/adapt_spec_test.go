@@ -56,8 +56,7 @@ func TestAdapterSpec(t *testing.T) {
 	old := a.cur
 	d := old
 	d.SpecK, d.SpecPMin, d.DraftThreads, d.DraftCPUMask, d.VerifyCPUMask = 12, 0.4, 1, 0b01, 0b10
-	var changes []string
-	a.applySpec(&d, old, &changes)
+	changes := a.applyKnobs(1, &d, old)
 	if f.k != 8 || d.SpecK != 8 || f.pMin != 0.4 || f.dThreads != 1 || f.dMask != 0b01 || f.vMask != 0b10 {
 		t.Fatalf("applied: %+v, decision K %d", f, d.SpecK)
 	}

@@ -3,8 +3,9 @@ package host
 import (
 	"errors"
 	"fmt"
-	"github.com/edgellm/edgellm/abi"
 	"time"
+
+	"github.com/edgellm/edgellm/abi"
 
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/native"

@@ -113,28 +113,26 @@ func (a *Adapter) fillDraft(s *abi.Sensors) {
 	s.Present |= abi.PresentDraft
 }
 
-// applyDraft carries out d.Draft (a request, not a state: it is left at
-// DraftLeave) and appends what changed.
-func (a *Adapter) applyDraft(step int, d *abi.Decision, changes []string) []string {
+// setDraft carries out d.Draft (a request, not a state: it is left at
+// DraftLeave).
+func (a *Adapter) setDraft(_ int, d *abi.Decision, _ abi.Decision) (string, error) {
 	want := d.Draft
 	d.Draft = abi.DraftLeave
 	if a.draft == nil {
-		return changes
+		return "", nil
 	}
 	switch {
 	case want == abi.DraftDetach && !a.draft.Detached():
 		mb := float64(a.draft.MemoryBytes()) / (1 << 20)
 		if err := a.draft.Detach(); err != nil {
-			a.refused(step, "draft", "detach", err)
-			return changes
+			return "", err
 		}
-		return append(changes, fmt.Sprintf("draft detached (%.2f MiB freed)", mb))
+		return fmt.Sprintf("draft detached (%.2f MiB freed)", mb), nil
 	case want == abi.DraftAttach && a.draft.Detached():
 		if err := a.draft.Attach(); err != nil {
-			a.refused(step, "draft", "attach", err)
-			return changes
+			return "", err
 		}
-		return append(changes, fmt.Sprintf("draft attached (%.2f MiB)", float64(a.draft.MemoryBytes())/(1<<20)))
+		return fmt.Sprintf("draft attached (%.2f MiB)", float64(a.draft.MemoryBytes())/(1<<20)), nil
 	}
-	return changes
+	return "", nil
 }

@@ -124,12 +124,12 @@ func TestAdapterDraft(t *testing.T) {
 		t.Fatalf("attached: %+v", s)
 	}
 	d := abi.Decision{Draft: abi.DraftDetach}
-	ch := a.applyDraft(1, &d, nil)
+	ch := a.applyKnobs(1, &d, abi.Decision{})
 	if f.detach != 1 || d.Draft != abi.DraftLeave || len(ch) != 1 || !strings.Contains(ch[0], "3.00 MiB freed") {
 		t.Fatalf("detach: %+v, decision %d, changes %q", f, d.Draft, ch)
 	}
 	d.Draft = abi.DraftDetach // asked again: nothing to do
-	if ch = a.applyDraft(2, &d, nil); f.detach != 1 || len(ch) != 0 {
+	if ch = a.applyKnobs(2, &d, abi.Decision{}); f.detach != 1 || len(ch) != 0 {
 		t.Fatalf("second detach: %+v, changes %q", f, ch)
 	}
 	s = abi.Sensors{}
@@ -138,7 +138,7 @@ func TestAdapterDraft(t *testing.T) {
 		t.Fatalf("detached: %+v", s)
 	}
 	d.Draft = abi.DraftAttach
-	if ch = a.applyDraft(3, &d, nil); f.attach != 1 || len(ch) != 1 || d.Draft != abi.DraftLeave {
+	if ch = a.applyKnobs(3, &d, abi.Decision{}); f.attach != 1 || len(ch) != 1 || d.Draft != abi.DraftLeave {
 		t.Fatalf("attach: %+v, changes %q", f, ch)
 	}
 }

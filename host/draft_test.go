@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/edgellm/edgellm/abi"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/edgellm/edgellm/abi"
 
 	"github.com/edgellm/edgellm/internal/sharedtest"
 )

@@ -1,8 +1,6 @@
 package host
 
 import (
-	"fmt"
-
 	"github.com/edgellm/edgellm/abi"
 )
 
@@ -19,18 +17,6 @@ type EvictSetter interface {
 }
 
 var evictNames = map[int32]string{abi.EvictDrop: "drop", abi.EvictMerge: "merge"}
-
-// applyEvict sets the session's eviction mode to d's (policy.Apply kept
-// old's unless the session is an EvictSetter and d asked 1 or 2); a
-// refusal (a quantized KV cannot merge) keeps old's value.
-func (a *Adapter) applyEvict(step int, d *abi.Decision, old abi.Decision, changes []string) []string {
-	if err := a.sess.(EvictSetter).SetEvictMode(evictNames[d.KVEvict]); err != nil {
-		a.refused(step, "kv_evict", evictNames[d.KVEvict], err)
-		d.KVEvict = old.KVEvict
-		return changes
-	}
-	return append(changes, fmt.Sprintf("kv evict %s", evictNames[d.KVEvict]))
-}
 
 // fillEvict writes the ABI 1.7 eviction mode when the session has one.
 func (a *Adapter) fillEvict(s *abi.Sensors) {

@@ -63,15 +63,10 @@ func TestGenerateAllocsPerToken(t *testing.T) {
 			a, b := mallocs(t, spec, short), mallocs(t, spec, long)
 			per := (float64(b) - float64(a)) / (long - short)
 			t.Logf("%s: %d allocations for %d tokens, %d for %d: %.4f per token", name, a, short, b, long, per)
-			switch {
-			case spec == "ngram":
-				// An n-gram draft's length varies with its matches: the
-				// first round of each verify size (at most K+1 of them)
-				// builds that size's graph, a one-time cost per session.
-				if per >= 0.05 {
-					t.Errorf("%s: %.4f heap allocations per generated token, want < 0.05", name, per)
-				}
-			case b != a:
+			// An n-gram draft's length varies with its matches: every
+			// verify size's graph is built when K is set, so it too
+			// allocates nothing per token.
+			if b != a {
 				t.Errorf("%s: %d more heap allocations for %d more tokens, want 0 (a graph rebuild every 256 positions reuses its Graph)", name, b-a, long-short)
 			}
 		})

@@ -30,6 +30,7 @@ func init() {
 			addKVTypeFlag(fs)
 			addAttentionFlag(fs)
 			addEngineFlag(fs)
+			addWindowFlags(fs)
 			fs.String("compare", "", "second engine, measured in the same process with repeats interleaved; reports --engine/--compare ratios")
 			fs.Bool("swap", false, "measure tier swap latency with KV migration instead (needs --tiers A,B)")
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
@@ -39,6 +40,7 @@ func init() {
 			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
 			fs.Int("hogs", 0, "with --spin-sweep: run this many CPU hogs (a process spinning one thread pinned to each of the first N allowed CPUs) during the sweep")
 			fs.Bool("activations", false, "native engine: activation memory of a -p token prefill and of a decode step after it, ggml's graph allocator against keeping every intermediate tensor (no decoding)")
+			fs.Bool("frag", false, "with --activations: decode -p + -n positions with the KV window changed every eighth of them and report each graph's ggml allocator bytes ÷ peak live bytes (fragmentation)")
 			fs.Bool("warm-start", false, "native engine: time to first token and peak RSS of whole run processes from a cold page cache, per --willneed-layers value (none, 2, 3, all), -r repeats in turn")
 			fs.Bool("bandwidth", false, "also measure the machine's memory read bandwidth (1..--threads readers) and print decode's weight GB/s per token against it")
 			addJSONFlag(fs)
@@ -68,11 +70,13 @@ type benchOptions struct {
 	RepackSweep      bool     `koanf:"repack-sweep"`
 	SpinSweep        bool     `koanf:"spin-sweep"`
 	Activations      bool     `koanf:"activations"`
+	Frag             bool     `koanf:"frag"`
 	WarmStart        bool     `koanf:"warm-start"`
 	Hogs             int      `koanf:"hogs"`
 	JSON             bool     `koanf:"json"`
 	Verbose          bool     `koanf:"verbose"`
 	benchSpecOptions `koanf:",squash"`
+	windowOptions    `koanf:",squash"`
 }
 
 // benchText is the prompt text: tokenized and repeated to the prompt length.
@@ -204,6 +208,15 @@ func runBench(c *cmdEnv, args []string) error {
 			return usagef("-n %d: want ≥ 3 (the first decode step is untimed warm-up); the context %d leaves too little", o.NPredict, o.Ctx)
 		}
 	}
+	if (o.windowOptions.set() || o.Evict != "drop") && (o.Activations || o.WarmStart || o.RepackSweep || o.SpinSweep || o.Spec != "") {
+		return usagef("--window, --anchors, --layer-windows and --evict are for the throughput bench (not --activations, --warm-start, --repack-sweep, --spin-sweep or --spec)")
+	}
+	if o.Frag && !o.Activations {
+		return usagef("--frag is for --activations")
+	}
+	if o.Activations && o.Frag {
+		return runFrag(c, path, label, o)
+	}
 	if o.Activations {
 		return runActivations(c, path, label, o)
 	}
@@ -231,6 +244,11 @@ func runBench(c *cmdEnv, args []string) error {
 	bo := bench.Options{Engine: o.Engine, NPrompt: o.NPrompt, NGen: o.NPredict, Repeats: o.Repeats,
 		Threads: o.Threads, NCtx: o.Ctx, KVType: kv, Attention: att, Repack: o.Repack,
 		Text: string(text), TextName: benchText, Progress: c.Stderr}
+	if o.windowOptions.set() || o.Evict != "drop" {
+		bo.Setup = func(eng host.Engine, sess host.Session) error {
+			return applyWindow(c, o.windowOptions, eng, sess, o.Ctx, false)
+		}
+	}
 	c.Logf("bench: %s, %d prompt + %d generated tokens, %d repeats", label, o.NPrompt, o.NPredict, o.Repeats)
 	roofline := func(...*bench.Result) {}
 	if o.Bandwidth && !o.JSON {
@@ -301,6 +319,11 @@ func printResults(w io.Writer, rs ...*bench.Result) {
 	tw.Flush()
 	if len(rs) > 0 {
 		fmt.Fprintf(w, "model %s; medians of %d repeats; prompt: %s\n", rs[0].Model, rs[0].Repeats, rs[0].PromptSource)
+		for _, r := range rs {
+			if r.KVEvict != "" && r.KVEvict != "drop" {
+				fmt.Fprintf(w, "%s: KV window eviction %s\n", r.Engine, r.KVEvict)
+			}
+		}
 	}
 	printHonesty(w, rs...)
 }

@@ -15,17 +15,15 @@ import (
 // process on the same prompt (native engine, greedy), repeats interleaved:
 // tok/s of each and the ratio, acceptance, K, RSS/PSS and KV arena bytes,
 // the measured costs (c, v(n)) and the analytic expectation
-// (1 − α^(K+1)) / ((1 − α)(K·c + v(K+1))). --synth-from/--synth-eps scale
-// the output projections of layers ≥ N by ε: an acceptance-controlled
-// SYNTHETIC pair for skip:N.
+// (1 − α^(K+1)) / ((1 − α)(K·c + v(K+1))). --synth-from/--synth-agree make
+// an acceptance-controlled SYNTHETIC pair for skip:N (benchspecmodel.go).
 
 func addBenchSpecFlags(fs *pflag.FlagSet) {
 	fs.String("spec", "", "measure speculative decoding with this draft against plain decoding (skip:N, self:TYPE, ngram or FILE.gguf)")
 	fs.String("spec-k", "4", "with --spec: draft tokens per round (1-8) or auto")
 	fs.StringSlice("layer-sets", nil, "with --spec self:TYPE: GGUF files of the model at other precisions")
-	fs.Int("synth-from", 0, "with --spec: SYNTHETIC pair, scale the output projections of layers ≥ N by --synth-eps")
-	fs.Float32("synth-eps", 0, "with --synth-from: the scale ε (0 = off)")
-	fs.Float32("synth-agree", 0, "with --synth-from: SYNTHETIC per-position mix, the target equals the skip:N draft at this share of positions (0 = off)")
+	fs.Int("synth-from", 0, "with --synth-agree: SYNTHETIC pair, a copy of the model whose layers ≥ N add nothing (a skip:N draft matches it)")
+	fs.Float32("synth-agree", 0, "with --synth-from: SIMULATED acceptance, the draft's proposal is kept at this share of positions (0 = off)")
 	fs.Bool("spec-sweep", false, "with --spec: tokens per thread-CPU second at K = 0..8 and auto against the analytic expectation (--threads 1)")
 }
 
@@ -34,7 +32,6 @@ type benchSpecOptions struct {
 	SpecK      string   `koanf:"spec-k"`
 	LayerSets  []string `koanf:"layer-sets"`
 	SynthFrom  int      `koanf:"synth-from"`
-	SynthEps   float32  `koanf:"synth-eps"`
 	SynthAgree float32  `koanf:"synth-agree"`
 	Sweep      bool     `koanf:"spec-sweep"`
 }
@@ -77,9 +74,6 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 	defer mem.Close()
 	if so.Sweep {
 		return runSpecSweep(c, eng, p.Tokens, o, so)
-	}
-	if so.SynthEps != 0 {
-		c.Logf("SYNTHETIC: output projections of layers ≥ %d scaled by ε = %g", so.SynthFrom, so.SynthEps)
 	}
 	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1}
 	one := func(spec string, k int, auto bool) (specSide, error) {
@@ -192,8 +186,8 @@ func printSpecBench(w io.Writer, so benchSpecOptions, plain, specs []specSide, o
 	same := firstDiff32(a.toks, b.toks)
 	fmt.Fprintf(w, "draft %s, K %s (in force at the end: %d), %d threads, %d generated tokens, %d repeats (medians)\n",
 		b.spec, so.SpecK, b.k, o.Threads, o.NPredict, len(specs))
-	if so.SynthEps != 0 {
-		fmt.Fprintf(w, "SYNTHETIC pair: layers ≥ %d output projections × ε = %g\n", so.SynthFrom, so.SynthEps)
+	if so.SynthAgree != 0 {
+		fmt.Fprintf(w, "SYNTHETIC pair: layers ≥ %d add nothing, SIMULATED agreement %g\n", so.SynthFrom, so.SynthAgree)
 	}
 	fmt.Fprintf(w, "plain:        %8.1f tok/s  RSS %.1f MiB  PSS %.1f MiB  KV arena %d bytes\n", pt, mib(a.rss), mib(a.pss), a.kvBytes)
 	fmt.Fprintf(w, "speculative:  %8.1f tok/s  RSS %.1f MiB  PSS %.1f MiB  KV arena %d bytes (draft part %d, extra %d)\n",

@@ -2,25 +2,43 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/native"
+	"github.com/edgellm/edgellm/internal/synth"
 )
 
 // The model behind `bench --spec`: loaded through host (the native engine,
 // with --layer-sets for self:TYPE drafts), except the SYNTHETIC
-// acceptance-controlled pairs of --synth-from/--synth-eps/--synth-agree,
-// which rewrite the model's weights as they are mapped: a model-file tool
-// like `synth`, deliberately not an option of the public host.LoadOptions.
+// acceptance-controlled pair of --synth-from/--synth-agree: a private copy
+// of the model whose layers ≥ N add nothing (synth.ZeroFrom: a skip:N
+// draft then proposes the target's own token) and drafts whose proposals
+// are SIMULATED misses at a 1 − agree share of positions
+// (native.Options.SynthAgree): model-file tools like `synth`, deliberately
+// not options of the public host.LoadOptions.
 
 // loadSpecModel loads the target model of bench --spec (with bench's
 // --repack, the repacked weights' kernels: their batch costs set v(n)).
 func loadSpecModel(path string, so benchSpecOptions, threads int, repack bool) (host.Engine, error) {
-	if so.SynthEps == 0 && so.SynthAgree == 0 {
+	if so.SynthAgree == 0 && so.SynthFrom == 0 {
 		return host.Load(path, host.LoadOptions{Engine: "native", LayerSets: so.LayerSets, Repack: repack})
 	}
-	return native.Load(path, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack,
-		SynthScaleFrom: so.SynthFrom, SynthEps: so.SynthEps, SynthAgree: so.SynthAgree})
+	if so.SynthAgree <= 0 || so.SynthAgree > 1 || so.SynthFrom < 1 {
+		return nil, usagef("--synth-from N (≥ 1) and --synth-agree P (0 < P ≤ 1) go together (got %d and %g)", so.SynthFrom, so.SynthAgree)
+	}
+	dir, err := os.MkdirTemp("", "edgellm-synth-pair")
+	if err != nil {
+		return nil, err
+	}
+	// The copy is mapped by the engine; its name can go at once.
+	defer os.RemoveAll(dir)
+	pair := filepath.Join(dir, "target.gguf")
+	if err := synth.ZeroFrom(path, pair, so.SynthFrom); err != nil {
+		return nil, err
+	}
+	return native.Load(pair, native.Options{Threads: threads, ExtraSets: so.LayerSets, Repack: repack, SynthAgree: so.SynthAgree})
 }
 
 // attachBenchDraft is host.AttachDraft with --spec's usage errors.

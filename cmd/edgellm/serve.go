@@ -44,6 +44,7 @@ func init() {
 			addTierFlags(fs)
 			addPolicyFlags(fs)
 			addLayerSetFlags(fs)
+			addEvictFlag(fs)
 			fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file")
 			addServeHookFlags(fs)
 			addVerboseFlag(fs)
@@ -99,6 +100,9 @@ func runServe(c *cmdEnv, args []string) error {
 	if err := ro.sampling.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	if ro.Evict != "" && ro.Evict != "drop" && !ro.policyOptions.enabled() {
+		return usagef("--evict %s needs --policy (serve's KV window is the policy's)", ro.Evict)
+	}
 	host.SetLog(c.Stderr, logLevel(ro.Verbose))
 	modelPath := ""
 	if len(ro.Tiers) > 0 {
@@ -119,6 +123,9 @@ func runServe(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer sess.Close()
+	if err := applyEvict(c, ro.windowOptions, eng, sess, true); err != nil {
+		return err
+	}
 	var adapter *host.Adapter
 	desc := "none"
 	if ro.policyOptions.enabled() {

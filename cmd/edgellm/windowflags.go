@@ -16,7 +16,13 @@ func addWindowFlags(fs *pflag.FlagSet) {
 	fs.Int("window", 0, "keep only the most recent N positions of the KV cache plus --anchors; generation may then run past --ctx (0 = the whole context; native engine)")
 	fs.Int("anchors", 0, "with --window: keep the first A positions too (attention sinks)")
 	fs.String("layer-windows", "", "with --window: one window per layer, comma-separated (each 1..--window)")
-	fs.String("evict", "drop", "with --window: what happens to a position leaving the window: drop, or merge it into the next (F16/F32 KV)")
+	addEvictFlag(fs)
+}
+
+// addEvictFlag is --evict, for the window of --window or of a policy
+// (serve has only the policy's).
+func addEvictFlag(fs *pflag.FlagSet) {
+	fs.String("evict", "drop", "with --window or a policy's window: what happens to a position leaving the window: drop, or merge it into the next (F16/F32 KV; native engine)")
 }
 
 type windowOptions struct {

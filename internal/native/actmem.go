@@ -16,6 +16,12 @@ type ActivationMemory struct {
 	Graph kernels.GraphMemory
 	// Allocated is ggml's graph allocator's buffer for this graph alone.
 	Allocated int64
+	// Rings is the attended KV length of each ring the graph reads (one
+	// ring without a window, one per distinct window with them).
+	Rings []int
+	// Buffer is the session's own graph allocator buffer when measured:
+	// reserved for the largest graph of the ring layout, never shrunk.
+	Buffer int64
 }
 
 // ActivationMemory builds the session's graph for a batch of nTok tokens
@@ -36,18 +42,59 @@ func (s *Session) ActivationMemory(nTok, nKV int) (ActivationMemory, error) {
 		key.setNKV(r, min(nKV, rg.end))
 	}
 	s.gr.ringOf = s.ringOf
-	s.gr.synthFrom, s.gr.synthEps, s.gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 	defer func() { s.gr.key = graphKey{} }() // measured, not allocated: the next decode rebuilds
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)
 	}
-	m := ActivationMemory{NTok: nTok, NKV: nKV, Graph: s.gr.g.Memory()}
+	return s.measure(s.gr, nTok, nKV)
+}
+
+// LastGraphMemory measures the graph of the session's last Decode (same
+// batch, attended lengths and ring layout: call it before the window
+// changes) as ActivationMemory does, on a scratch graph: the session's
+// graph and buffer are untouched and its next decode reuses its graph.
+// NKV is the longest ring's attended length.
+func (s *Session) LastGraphMemory() (ActivationMemory, error) {
+	if s.kv == nil {
+		return ActivationMemory{}, ErrClosed
+	}
+	key := s.gr.key
+	if key.nTok == 0 || key.ringGen != s.ringGen {
+		return ActivationMemory{}, fmt.Errorf("native: no decode graph of the current ring layout to measure")
+	}
+	g, err := newGraph(s.cfg.NLayer)
+	if err != nil {
+		return ActivationMemory{}, err
+	}
+	defer g.Close()
+	g.ringOf = s.ringOf
+	if err := g.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
+		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)
+	}
+	nKV := 0
+	for r, used := range g.ringUsed(len(s.layers)) {
+		if used {
+			nKV = max(nKV, key.nKVOf(r))
+		}
+	}
+	return s.measure(g, key.nTok, nKV)
+}
+
+// measure counts g's tensors (built, not allocated) and plans it with a
+// fresh allocator.
+func (s *Session) measure(g *graph, nTok, nKV int) (ActivationMemory, error) {
+	m := ActivationMemory{NTok: nTok, NKV: nKV, Graph: g.g.Memory(), Buffer: s.ga.BufferSize()}
+	for r, used := range g.ringUsed(len(s.layers)) {
+		if used {
+			m.Rings = append(m.Rings, g.key.nKVOf(r))
+		}
+	}
 	ga, err := kernels.NewGallocr()
 	if err != nil {
 		return m, err
 	}
 	defer ga.Close()
-	if err := ga.Reserve(s.gr.g); err != nil {
+	if err := ga.Reserve(g.g); err != nil {
 		return m, err
 	}
 	m.Allocated = ga.BufferSize()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/sharedtest"
 )
 
 // TestActivationMemory (issue #29, tensor lifetimes): on a SYNTHETIC model of
@@ -71,3 +72,65 @@ func TestActivationMemory(t *testing.T) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// TestLastGraphMemory (issue #29.1, fragmentation over a run): the graph
+// measured after a Decode is that Decode's own graph — the same bytes as
+// ActivationMemory's graph of the same shape (one token attending the
+// padded 256 positions), per ring once windows split the layers — and
+// measuring it neither rebuilds nor grows the session's graph.
+func TestLastGraphMemory(t *testing.T) {
+	e, err := Load(sharedtest.Stories260K(t), Options{NoVocab: true, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	s, err := e.newSession(engine.SessionConfig{NCtx: 512, NBatch: 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.LastGraphMemory(); err == nil {
+		t.Fatal("measured a graph before any decode")
+	}
+	if err := s.Decode([]int32{1, 5, 9, 42, 7}, engine.LogitsLast); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Decode([]int32{11}, engine.LogitsLast); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LastGraphMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Decode([]int32{12}, engine.LogitsLast); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.GraphReuses != 1 {
+		t.Errorf("measuring the last graph made the next decode rebuild: %+v", st)
+	}
+	want, err := s.ActivationMemory(1, defaultKVPad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Graph != want.Graph || got.Allocated != want.Allocated || got.NKV != defaultKVPad || !slices.Equal(got.Rings, []int{defaultKVPad}) ||
+		got.Buffer != s.Stats().ActBufBytes || got.Allocated <= 0 {
+		t.Errorf("last decode graph %+v, want the graph of 1 token over %d positions %+v", got, defaultKVPad, want)
+	}
+	// Per-layer windows: one attended length per ring.
+	if err := s.SetLayerWindows(4, []int{8, 8, 32, 32, 32}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LastGraphMemory(); err == nil {
+		t.Error("measured a graph of the old ring layout after the windows changed")
+	}
+	if err := s.Decode([]int32{13}, engine.LogitsLast); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LastGraphMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Rings) != 2 || w.Graph.PeakLive <= 0 || w.Graph.PeakLive == got.Graph.PeakLive {
+		t.Errorf("windows 8 and 32: %+v (no window: %+v)", w, got)
+	}
+}

@@ -41,23 +41,18 @@ type Options struct {
 	// ColdAdvice is what Engine.AdviseUnused does to unused sets' pages
 	// ("" = dontneed).
 	ColdAdvice ColdAdvice
-	// SynthScaleFrom and SynthEps build an acceptance-controlled SYNTHETIC
-	// pair for speculative decoding benchmarks: the attention and FFN
-	// output projections of layers ≥ SynthScaleFrom are scaled by SynthEps
-	// (0 = off), so a skip:SynthScaleFrom draft agrees with the target at a
-	// rate SynthEps controls. Not a real model: label results SYNTHETIC.
-	SynthScaleFrom int
-	SynthEps       float32
 	// Tiers makes the weight sets a tier ladder (tiers.go): set i is tier i,
 	// sessions start with every layer and the head on StartTier and move
 	// all of them at once with Session.SwapTier; per-layer precision
 	// (Capabilities.PerLayerPrec) is off.
 	Tiers     bool
 	StartTier int
-	// SynthAgree (0 = off) is the per-position SYNTHETIC mix (synthmix.go):
-	// at a hashed ≈ SynthAgree share of positions layers ≥ SynthScaleFrom
-	// are scaled by 0 (the target is the skip:N draft there), elsewhere by
-	// SynthEps (1 when 0). A skip:N draft's acceptance is then ≈ SynthAgree.
+	// SynthAgree (0 = off) makes every draft a SIMULATED one for speculation
+	// benchmarks (synthmix.go): at a hashed ≈ 1 − SynthAgree share of
+	// positions the draft's proposal is replaced by another token, so on a
+	// target its draft always matches (synth.ZeroFrom) the acceptance is
+	// ≈ SynthAgree while the output stays the target's. The draft's and
+	// the target's costs are real. Label results SYNTHETIC.
 	SynthAgree float32
 	// Repack copies every weight set's eligible matrices into ggml's
 	// CPU_REPACK buffer (WeightsOptions.Repack): faster kernels, paid for

@@ -68,13 +68,7 @@ type graph struct {
 	// every layer on ring 0).
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
-	// synthFrom and synthEps (Options.SynthScaleFrom/Eps, SYNTHETIC): the
-	// attention and FFN outputs of layers ≥ synthFrom are scaled by synthEps.
-	synthFrom  int
-	synthEps   float32
-	synthAgree float32        // Options.SynthAgree (synthmix.go); 0 = off
-	synthRow   kernels.Tensor // F32 [1, n_tok]: per-row scale of the mix
-	logits     kernels.Tensor // F32 [n_vocab, n_out]
+	logits kernels.Tensor // F32 [n_vocab, n_out]
 
 	// layerEnd[il] is the number of graph nodes up to the end of layer il
 	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
@@ -154,10 +148,6 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	g.outIDs = kernels.Tensor{}
 	if key.nOut < key.nTok {
 		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
-	}
-	g.synthRow = kernels.Tensor{}
-	if g.synthAgree > 0 && len(layers) > g.synthFrom { // a skip:N graph has no row
-		g.synthRow = input(kernels.GGMLTypeF32, "inp_synth_scale", 1, nTok)
 	}
 	if g.g == nil {
 		g.g = new(kernels.Graph)
@@ -291,7 +281,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		if fam.PostNorms {
 			a = norm(a, l.PostAttnNorm)
 		}
-		x = c.Add(g.synthOut(c, a, il, last(il)), x)
+		x = c.Add(a, x)
 
 		// gated feed-forward: SwiGLU, GeGLU (Gemma) or SwiGLU over a fused
 		// gate-up product (Phi-3)
@@ -309,7 +299,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		if fam.PostNorms {
 			ffn = norm(ffn, l.PostFFNNorm)
 		}
-		x = c.Add(g.synthOut(c, ffn, il, last(il)), x)
+		x = c.Add(ffn, x)
 		gr.Expand(x)
 		g.layerEnd = append(g.layerEnd, gr.NNodes())
 	}

@@ -250,7 +250,6 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	s.lastGr = gr
 	if gr.key != key {
 		t0 := time.Now()
-		gr.synthFrom, gr.synthEps, gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 		if err := gr.build(key, s.cfg, head, layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
 		}
@@ -269,7 +268,6 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	for i := range nTok {
 		pos[i] = int32(s.n + i)
 	}
-	g.fillSynthRow(pos[:nTok])
 	s.mergeEvicted(s.n, used[:])
 	for r, rg := range s.rings {
 		rg.hi = rg.nextHi
@@ -365,7 +363,6 @@ func (s *Session) reserve() error {
 		key.setNKV(r, rg.end)
 	}
 	s.gr.ringOf = s.ringOf
-	s.gr.synthFrom, s.gr.synthEps, s.gr.synthAgree = s.eng.opts.SynthScaleFrom, s.eng.opts.SynthEps, s.eng.opts.SynthAgree
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return fmt.Errorf("native: build graph: %w", err)
 	}

@@ -77,7 +77,12 @@ type Speculator struct {
 // when the rounds at that K delivered fewer tokens per unit of time than
 // plain steps, with probe rounds and plain steps that keep the
 // measurements fresh (specauto.go).
-func (sp *Speculator) SetAuto(on bool) { sp.auto = on }
+func (sp *Speculator) SetAuto(on bool) {
+	sp.auto = on
+	if on {
+		sp.prepare(MaxSpecK)
+	}
+}
 
 // SetMeasure makes every 64th round (and the first two: the first pays for
 // warm-up, the second replaces it) a plain step, so the costs relative to
@@ -108,10 +113,13 @@ func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Specula
 		logits: make([]float32, nv), dlogits: make([]float32, nv), q: make([]sample.Dist, MaxSpecK),
 		hist: make([]int32, 0, s.nCtx), drafts: make([]int32, 0, MaxSpecK), out: make([]int32, 0, MaxSpecK+1),
 		batch: make([]int32, 0, MaxSpecK+1)}
-	sp.SetK(k)
 	if sp.d, err = s.newDrafter(spec); err != nil {
 		return nil, err
 	}
+	if p := s.eng.opts.SynthAgree; p > 0 {
+		sp.d = &synthMiss{drafter: sp.d, p: p, nVocab: int32(nv)}
+	}
+	sp.SetK(k)
 	return sp, nil
 }
 
@@ -119,7 +127,19 @@ func NewSpeculator(s *Session, spec DraftSpec, p sample.Params, k int) (*Specula
 // [0, MaxSpecK]; it returns the K in force (0 = plain steps).
 func (sp *Speculator) SetK(k int) int {
 	sp.k = max(0, min(k, MaxSpecK))
+	sp.prepare(sp.k)
 	return sp.k
+}
+
+// prepare builds the verify graphs of every batch size up to k+1 now, so
+// no round allocates later (a draft's length varies round by round: an
+// n-gram draft's with its matches, any draft's near the context's end).
+// A failure here is not reported: the round that needs the graph builds
+// it and reports it then.
+func (sp *Speculator) prepare(k int) {
+	if sp.s.kv != nil {
+		_ = sp.graphs.prepare(sp.s, k+1)
+	}
 }
 
 // K is the draft length in force.

@@ -12,8 +12,9 @@ import (
 // round (plain steps of one token, verify batches of nd+1 tokens with nd
 // varying for n-gram drafts, a draft model's catch-up batches), so without
 // these graphs every round rebuilt one or two graphs: ~8 heap allocations
-// per token with n-gram drafts. A graph is created the first time its size
-// is decoded; each has its own compute buffer (small: at most MaxSpecK+1
+// per token with n-gram drafts. The graphs of sizes 2..K+1 are created
+// when K is set (Speculator.SetK, all sizes with auto K), so no round
+// allocates; each has its own compute buffer (small: at most MaxSpecK+1
 // tokens). One token and batches larger than MaxSpecK+1 (prompts) use the
 // session's own graph.
 type shapeGraphs struct {
@@ -27,18 +28,57 @@ func (g *shapeGraphs) decode(s *Session, tokens []int32, want engine.LogitsMode)
 		return s.Decode(tokens, want)
 	}
 	if g.p[n] == nil {
-		p := &pass{skip: s.cfg.NLayer}
-		var err error
-		if p.gr, err = newGraph(s.cfg.NLayer); err != nil {
+		if err := g.create(s, n); err != nil {
 			return err
 		}
-		if p.ga, err = kernels.NewGallocr(); err != nil {
-			p.gr.Close()
-			return err
-		}
-		g.p[n] = p
 	}
 	return s.decode(g.p[n], tokens, want)
+}
+
+// create makes the graph of n tokens.
+func (g *shapeGraphs) create(s *Session, n int) error {
+	p := &pass{skip: s.cfg.NLayer}
+	var err error
+	if p.gr, err = newGraph(s.cfg.NLayer); err != nil {
+		return err
+	}
+	if p.ga, err = kernels.NewGallocr(); err != nil {
+		p.gr.Close()
+		return err
+	}
+	g.p[n] = p
+	return nil
+}
+
+// prepare creates and builds the graphs of 2..maxN tokens not made yet,
+// reserving each one's compute buffer for its largest attended length
+// (every ring to its end, all logits), as Session.reserve does: the
+// first build of a graph allocates its Go wrappers; later rebuilds
+// (longer contexts, new layouts) reuse them.
+func (g *shapeGraphs) prepare(s *Session, maxN int) error {
+	for n := 2; n <= maxN && n < len(g.p); n++ {
+		if g.p[n] != nil {
+			continue
+		}
+		if err := g.create(s, n); err != nil {
+			return err
+		}
+		p := g.p[n]
+		key := graphKey{nTok: n, nOut: n, selGen: s.selGen, repackGen: s.eng.repackGen, ringGen: s.ringGen}
+		for r, rg := range s.rings {
+			key.setNKV(r, rg.end)
+		}
+		p.gr.ringOf = s.ringOf
+		if err := p.gr.build(key, s.cfg, p.head(s), p.layers(s), s.kv, s.flash); err != nil {
+			return err
+		}
+		err := p.ga.Reserve(p.gr.g)
+		p.gr.key = graphKey{} // reserved, not allocated
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (g *shapeGraphs) close() error {
@@ -72,7 +112,11 @@ func (g *shapeGraphs) bytes() int64 {
 // KV arena (DraftKVBytes).
 func (sp *Speculator) ComputeBytes() int64 {
 	n := sp.graphs.bytes()
-	switch d := sp.d.(type) {
+	d := sp.d
+	if m, ok := d.(*synthMiss); ok {
+		d = m.drafter
+	}
+	switch d := d.(type) {
 	case *passDrafter:
 		n += d.p.ga.BufferSize()
 	case *modelDrafter:

@@ -3,6 +3,7 @@ package native
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -19,15 +20,15 @@ import (
 var l1bQuarter = synth.Shape{Name: "llama3.2-1b-quarter", NEmbd: 512, NLayer: 16, NHead: 8, NHeadKV: 2,
 	NFF: 2048, NCtx: 4096, RopeBase: 500000, RMSEps: 1e-5, TiedEmbeddings: true, Llama3Rope: true}
 
-// TestSynthNumerics: decoding the SYNTHETIC speculation pair (layers ≥ 4
-// zeroed at half the positions, the full random-weight model at the
-// others) consumes no denormal operand, overflows nowhere and makes no
-// NaN, on the decoding thread (at one thread ggml computes there), and its
-// logits are finite with an RMS of order 1 (synth.plan's scaling). A
-// denormal operand costs a microcode assist per operation on many x86
-// CPUs, which would make the full positions slower than the zeroed ones
-// for a reason that is not the model's size. Underflow (a tiny result) is
-// allowed: the attention softmax's exp makes some on every step.
+// TestSynthNumerics: decoding both models of the SYNTHETIC speculation
+// pair (the full random-weight model, and its copy whose layers ≥ 4 add
+// nothing: synth.ZeroFrom) consumes no denormal operand, overflows nowhere
+// and makes no NaN, on the decoding thread (at one thread ggml computes
+// there), and its logits are finite with an RMS of order 1 (synth.plan's
+// scaling). A denormal operand costs a microcode assist per operation on
+// many x86 CPUs, which would make one model slower than the other for a
+// reason that is not its size. Underflow (a tiny result) is allowed: the
+// attention softmax's exp makes some on every step.
 // EDGELLM_SYNTH_MODEL=FILE runs it on another model (the full-size
 // `edgellm synth --shape llama3.2-1b --type q4_0` file).
 func TestSynthNumerics(t *testing.T) {
@@ -38,7 +39,17 @@ func TestSynthNumerics(t *testing.T) {
 	if path == "" {
 		path = synthModel(t, l1bQuarter, gguf.Q4_0)
 	}
-	e, err := Load(path, Options{Threads: 1, SynthScaleFrom: 4, SynthAgree: 0.5})
+	zeroed := filepath.Join(t.TempDir(), "zero4.gguf")
+	if err := synth.ZeroFrom(path, zeroed, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, zeroed} {
+		synthNumerics(t, p)
+	}
+}
+
+func synthNumerics(t *testing.T, path string) {
+	e, err := Load(path, Options{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,25 +64,17 @@ func TestSynthNumerics(t *testing.T) {
 	const bad = fpenv.Denormal | fpenv.Invalid | fpenv.Overflow | fpenv.DivByZero
 	logits := make([]float32, SessionOf(s).cfg.NVocab)
 	tok := int32(1)
-	agreed, full := 0, 0
 	for step := range 48 {
 		batch := []int32{tok}
 		if step == 0 {
 			batch = []int32{1, 20, 30, 40, 50, 60, 70, 80}
 		}
-		pos := int32(s.Len() + len(batch) - 1)
 		fpenv.Clear()
 		if err := s.Decode(batch, engine.LogitsLast); err != nil {
 			t.Fatal(err)
 		}
 		if f := fpenv.Read(); f&bad != 0 {
-			t.Fatalf("step %d (position %d, agreeing %v): floating-point flags %#x (denormal 0x2, invalid 0x1, overflow 0x8, div 0x4)",
-				step, pos, synthAgreeAt(pos, 0.5), f)
-		}
-		if synthAgreeAt(pos, 0.5) {
-			agreed++
-		} else {
-			full++
+			t.Fatalf("%s: step %d: floating-point flags %#x (denormal 0x2, invalid 0x1, overflow 0x8, div 0x4)", path, step, f)
 		}
 		if err := s.Logits(len(batch)-1, logits); err != nil {
 			t.Fatal(err)
@@ -94,8 +97,5 @@ func TestSynthNumerics(t *testing.T) {
 		}
 		tok = int32(best)
 	}
-	t.Logf("%s: %d agreeing and %d full positions, no bad flag", path, agreed, full)
-	if agreed == 0 || full == 0 {
-		t.Fatalf("positions: %d agreeing, %d full: the mix is not mixing", agreed, full)
-	}
+	t.Logf("%s: no bad flag over 48 steps", path)
 }

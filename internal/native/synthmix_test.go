@@ -2,11 +2,13 @@ package native
 
 import (
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/edgellm/edgellm/internal/sample"
 	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/internal/synth"
 )
 
 // TestSynthAgreeShare: the hashed share of agreeing positions is p within
@@ -27,13 +29,17 @@ func TestSynthAgreeShare(t *testing.T) {
 	}
 }
 
-// TestSynthAgreeSkip: on the SYNTHETIC per-position mix (stories260K,
-// layers ≥ 3, agreement 0.6), a skip:3 draft at K = 1 is accepted at every
-// agreeing position (the target is the draft there), and the output is
-// still the plain greedy output of the mixed target.
+// TestSynthAgreeSkip: on the SYNTHETIC pair (stories260K with layers ≥ 3
+// adding nothing, SIMULATED agreement 0.6), a skip:3 draft at K = 1 is
+// accepted at every agreeing position and rejected at every other, and the
+// output is still the plain greedy output of the target.
 func TestSynthAgreeSkip(t *testing.T) {
 	const from, agree, n = 3, 0.6, 64
-	e, err := Load(sharedtest.Path(t, specTarget), Options{Threads: 1, SynthScaleFrom: from, SynthAgree: agree})
+	pair := filepath.Join(t.TempDir(), "pair.gguf")
+	if err := synth.ZeroFrom(sharedtest.Path(t, specTarget), pair, from); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Load(pair, Options{Threads: 1, SynthAgree: agree})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +74,9 @@ func TestSynthAgreeSkip(t *testing.T) {
 			}
 		} else {
 			other++
+			if len(toks) != 1 {
+				t.Fatalf("position %d is a SIMULATED miss but the draft was accepted", pos)
+			}
 		}
 		out = append(out, toks...)
 	}

@@ -35,3 +35,29 @@ func TestOneDefinition(t *testing.T) {
 		}
 	}
 }
+
+// graphBuilders are the files that build the production forward pass.
+var graphBuilders = []string{"internal/native/forward.go", "internal/native/family.go"}
+
+// TestGraphBuilderHasNoTestHooks: the production graph builder holds no
+// SYNTHETIC or test-only hook (issue #24.5): a benchmark's acceptance-
+// controlled pair is a model file (synth.ZeroFrom) and a draft wrapper
+// (internal/native/synthmix.go), never a branch of the forward pass.
+func TestGraphBuilderHasNoTestHooks(t *testing.T) {
+	found := 0
+	for _, f := range sourcesOf(t, false) {
+		if !contains(graphBuilders, f.rel) {
+			continue
+		}
+		found++
+		low := bytes.ToLower(f.src)
+		for _, w := range []string{"synth", "simulated", "testhook"} {
+			if bytes.Contains(low, []byte(w)) {
+				t.Errorf("%s mentions %q: test and SYNTHETIC hooks live outside the graph builder", f.rel, w)
+			}
+		}
+	}
+	if found != len(graphBuilders) {
+		t.Errorf("found %d of the graph builder files %v: update graphBuilders", found, graphBuilders)
+	}
+}

@@ -101,7 +101,7 @@ var edges = []edge{
 	{"cmd/edgellm", []string{"internal/gguf"}, []string{"modeldefaults.go"}, "defaults fit the training context read from the GGUF header before loading"},
 	{"cmd/cgoenv", []string{"kernels/cflags"}, nil, "cgoenv prints the one definition of the cgo flags for an app's shell"},
 	{"cmd/edgellm", []string{"internal/gguf"}, []string{"inspect.go", "synth.go", "synthdefault.go"}, "inspect and synth read and write GGUF"},
-	{"cmd/edgellm", []string{"internal/synth"}, []string{"synth.go", "synthdefault.go"}, "synth writes synthetic models"},
+	{"cmd/edgellm", []string{"internal/synth"}, []string{"synth.go", "synthdefault.go", "benchspecmodel.go"}, "synth writes synthetic models (and bench --synth-from its SYNTHETIC pair)"},
 	{"cmd/edgellm", []string{"internal/logitlog"}, []string{"runsteps.go"}, "run --logits writes the logit log format"},
 	{"cmd/edgellm", []string{"internal/shareddir"}, []string{"model.go"}, "default model paths come from the shared-directory rule"},
 	{"cmd/edgellm", []string{"internal/cputime"}, []string{"benchspecsweep.go", "benchrepack.go", "benchspin.go"},

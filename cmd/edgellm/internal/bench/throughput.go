@@ -44,6 +44,9 @@ type Options struct {
 	Progress io.Writer
 	// MemTick is the memory sampling tick; 0 = DefaultMemInterval.
 	MemTick time.Duration
+	// Setup, when set, is applied to every fresh session before its prompt
+	// (the CLI's KV window and --evict); an error ends the run.
+	Setup func(host.Engine, host.Session) error
 }
 
 // Validate checks what can be checked without the model.
@@ -148,12 +151,15 @@ type Result struct {
 	// KVStateBytesPerToken (llamacpp) is the growth of the serialised
 	// sequence state (llama_state_seq_get_size) per token: the KV rows plus
 	// llama.cpp's per-cell metadata (position and sequence ids).
-	KVStateBytesPerToken int64    `json:"kv_state_bytes_per_token,omitempty"`
-	PerRepeat            []Repeat `json:"per_repeat"`
-	Sampling             string   `json:"sampling"`
-	PromptSource         string   `json:"prompt_source"`
-	MemSamples           int      `json:"mem_samples"`
-	SmapsSamples         int      `json:"smaps_samples"`
+	KVStateBytesPerToken int64 `json:"kv_state_bytes_per_token,omitempty"`
+	// KVEvict is the eviction mode the sessions' KV window ran with, read
+	// back from the session (host.EvictSetter; omitted by engines without).
+	KVEvict      string   `json:"kv_evict,omitempty"`
+	PerRepeat    []Repeat `json:"per_repeat"`
+	Sampling     string   `json:"sampling"`
+	PromptSource string   `json:"prompt_source"`
+	MemSamples   int      `json:"mem_samples"`
+	SmapsSamples int      `json:"smaps_samples"`
 }
 
 // CompareResult is two engines measured in one process, repeats interleaved.
@@ -269,6 +275,14 @@ func (s *side) repeat(ctx context.Context, o Options, i int) error {
 		return err
 	}
 	defer sess.Close()
+	if o.Setup != nil {
+		if err := o.Setup(s.eng, sess); err != nil {
+			return err
+		}
+	}
+	if es, ok := sess.(host.EvictSetter); ok {
+		s.res.KVEvict = es.EvictMode()
+	}
 	ss, hasState := sess.(stateSizer)
 	state0 := 0
 	if hasState {

@@ -42,6 +42,13 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 		kv = s.cfg.KVType
 	}
 	g("edgellm_kv_type_info", "KV cache type in force.", "gauge", 1, fmt.Sprintf("{kv_type=%q}", kv))
+	if st.HasSensors && st.Sensors.Has(abi.PresentEvict) {
+		mode := "drop"
+		if st.Sensors.KVEvict == abi.EvictMerge {
+			mode = "merge"
+		}
+		g("edgellm_kv_evict_info", "What the KV window does with evicted positions (the session's mode, as the policy last saw it).", "gauge", 1, fmt.Sprintf("{mode=%q}", mode))
+	}
 	g("edgellm_policy_calls_total", "Policy calls.", "counter", float64(st.PolicyCalls), "")
 	g("edgellm_policy_failures_total", "Policy calls answered by the fallback.", "counter", float64(st.PolicyFails), "")
 	g("edgellm_policy_changes_total", "Policy decisions that changed what the engine does.", "counter", float64(st.Change), "")
