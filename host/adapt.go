@@ -97,6 +97,9 @@ type Adapter struct {
 	repack repackPacer
 
 	st PolicyStats
+	// decRev is the revision of the module the last decision came from
+	// (DecisionRevision).
+	decRev int64
 }
 
 // PolicyStats count what an Adapter did.
@@ -300,6 +303,7 @@ func (a *Adapter) decide(step int, now time.Time) error {
 	d := a.cur
 	d.ReasonCode, d.ReasonLen = 0, 0
 	res, err := a.rt.Decide(context.Background(), s, &d)
+	a.decRev = res.Revision
 	a.st.Calls++
 	a.st.PolicyTime += time.Since(now)
 	if err != nil {

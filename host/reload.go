@@ -11,3 +11,9 @@ func (a *Adapter) Load(ctx context.Context, path string) error { return a.rt.Loa
 // Revision is the manifest revision of the running policy (0 for an
 // unsigned module or none).
 func (a *Adapter) Revision() int64 { return a.rt.Revision() }
+
+// DecisionRevision is the manifest revision of the module that made the
+// last decision (0 for an unsigned module or none). Revision may already
+// be newer: a bundle swapped in during or after that call serves the next
+// one, so a decision is credited to the module that made it.
+func (a *Adapter) DecisionRevision() int64 { return a.decRev }

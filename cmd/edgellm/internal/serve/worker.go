@@ -53,9 +53,9 @@ type Decision struct {
 	Reason  string `json:"reason"`
 	// Revision is the manifest revision of the policy in service when the
 	// decision applied (0: an unsigned module); it rises when
-	// --policy-inbox swaps a newer bundle in. It is read just after the
-	// policy call: a bundle swapped in during that very call is credited
-	// with the decision its predecessor made.
+	// --policy-inbox swaps a newer bundle in. It is the revision of the
+	// module that made the decision (host.Adapter.DecisionRevision), also
+	// when a newer bundle was swapped in during that very call.
 	Revision int64 `json:"revision"`
 	// LayerBits is the per-layer precision in bits, for layers the model has
 	// (absent when the policy leaves it).
@@ -287,7 +287,7 @@ func (w *worker) beforeStep(step int, res *jobResult) error {
 	}
 	if ps.Changes != before {
 		d := decisionOf(step, cur, w.nLayer)
-		d.Revision = w.adapter.Revision()
+		d.Revision = w.adapter.DecisionRevision()
 		res.decisions = append(res.decisions, d)
 		w.hub.publish(event{Kind: "decision", Decision: &d})
 	}
