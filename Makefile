@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
+.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -121,6 +121,7 @@ bench: build policies
 	$(MAKE) bench-precision
 	$(MAKE) bench-activations
 	$(MAKE) bench-warm-start
+	$(MAKE) bench-ksm
 	$(MAKE) scenario-cpu-long
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 256 -r 4
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
@@ -164,6 +165,14 @@ bench-activations: build
 	  for a in flash classic; do ./$(BIN) bench --activations -m $$dir/m.gguf -p 512 --attention $$a || exit 1; done; \
 	  case $$s in llama3.2-1b|tinyllama-1.1b) ./$(BIN) bench --activations --frag -m $$dir/m.gguf -p 256 -n 1792 -t 2 || exit 1;; esac; \
 	  rm -f $$dir/m.gguf; done
+
+# Shared anchors (issue #29.4): 8 sessions of stories260K with one 512-token
+# system prompt as anchors; switches KSM on (needs root and a writable
+# /sys/kernel/mm/ksm, skipped otherwise), restores its knobs, and logs
+# pages_sharing, the zones' and the process's PSS and ksmd's CPU. The same
+# test runs in make test.
+bench-ksm: build
+	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^TestSharedAnchorsKSM$$' ./internal/native
 
 # Warm start (issue #29): time to first token and peak RSS of whole run
 # processes from a cold page cache per --willneed-layers value, on SYNTHETIC

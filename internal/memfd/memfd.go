@@ -3,7 +3,9 @@
 // owned by the host, not the Go heap: it is invisible to the garbage collector,
 // can be released page by page with Discard (MADV_DONTNEED on a shared mapping
 // of a memfd punches the pages out of RSS and PSS), and could be shared with
-// another process through the file descriptor.
+// another process through the file descriptor. Page ranges can be moved to
+// private anonymous memory at the same addresses (Privatize, private.go), the
+// only kind the kernel's samepage merging (KSM) merges.
 //
 // A Buffer is not safe for concurrent Resize/Close; reading and writing its
 // Bytes from several goroutines is the caller's business.
@@ -22,6 +24,7 @@ type Buffer struct {
 	fd   int
 	data []byte // the whole mapping; len = capacity
 	name string
+	priv []bool // per page: private anonymous (private.go), not the memfd
 }
 
 // ErrClosed is returned by operations on a closed Buffer.
@@ -82,6 +85,9 @@ func (b *Buffer) Resize(size int) error {
 	if size == len(b.data) {
 		return nil
 	}
+	if b.PrivateBytes() > 0 {
+		return fmt.Errorf("memfd %s: cannot resize with private zones (Share them first)", b.name)
+	}
 	if err := unix.Munmap(b.data); err != nil {
 		return fmt.Errorf("memfd %s: munmap: %w", b.name, err)
 	}
@@ -90,8 +96,9 @@ func (b *Buffer) Resize(size int) error {
 }
 
 // Discard releases the pages of [off, off+n) back to the kernel
-// (MADV_REMOVE frees the memfd's backing pages; they read back as zeros).
-// off and n are rounded inward to whole pages.
+// (MADV_REMOVE frees the memfd's backing pages, MADV_DONTNEED a private
+// zone's; they read back as zeros). off and n are rounded inward to whole
+// pages.
 func (b *Buffer) Discard(off, n int) error {
 	if b.data == nil {
 		return ErrClosed
@@ -105,8 +112,20 @@ func (b *Buffer) Discard(off, n int) error {
 	if end <= start {
 		return nil
 	}
-	if err := unix.Madvise(b.data[start:end], unix.MADV_REMOVE); err != nil {
-		return fmt.Errorf("memfd %s: madvise(MADV_REMOVE) [%d,%d): %w", b.name, start, end, err)
+	for _, z := range []struct {
+		priv   bool
+		advice int
+		name   string
+	}{{false, unix.MADV_REMOVE, "MADV_REMOVE"}, {true, unix.MADV_DONTNEED, "MADV_DONTNEED"}} {
+		err := b.runs(start/p, end/p, z.priv, func(lo, hi int) error {
+			if err := unix.Madvise(b.data[lo:hi], z.advice); err != nil {
+				return fmt.Errorf("memfd %s: madvise(%s) [%d,%d): %w", b.name, z.name, lo, hi, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -118,8 +137,8 @@ func (b *Buffer) Close() error {
 	}
 	var err error
 	if b.data != nil {
-		err = unix.Munmap(b.data)
-		b.data = nil
+		err = unix.Munmap(b.data) // the private zones too: one address range
+		b.data, b.priv = nil, nil
 	}
 	if b.fd >= 0 {
 		err = errors.Join(err, unix.Close(b.fd))

@@ -28,7 +28,10 @@
 // shift: the anchors and the most recent tokens), positions keeping their
 // absolute values. A window drops the positions it evicts, or merges each
 // into the next visible slot with a decay weight (evict.go:
-// Session.SetEvict, EvictMerge).
+// Session.SetEvict, EvictMerge). The whole pages of the anchor cells are
+// private anonymous memory, advised MADV_MERGEABLE while an engine has two
+// or more sessions, so KSM keeps one copy of a shared system prompt
+// (anchors.go).
 // RATIONALE.md explains the non-obvious choices.
 //
 // An Engine and its Sessions are for one goroutine at a time. Close Sessions

@@ -61,6 +61,9 @@ func (s *Session) newModelDrafter(spec DraftSpec) (*modelDrafter, error) {
 	old := s.kv
 	s.kv, s.kvDraftShared = as[0], true
 	old.Close()
+	if err := s.applyAnchorZone(); err != nil {
+		return nil, err
+	}
 	s.gr.key = graphKey{}
 	s.stats.KVBytes = s.kv.Bytes()
 	sc := engine.SessionConfig{NCtx: s.nCtx, NBatch: s.nBatch, Threads: s.tp.NThreads()}

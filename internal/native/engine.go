@@ -124,6 +124,9 @@ type Engine struct {
 	// repackGen counts SetRepackLayers calls that changed a tensor; it is
 	// in every graph key, so graphs on released tensors are rebuilt.
 	repackGen uint64
+	// open are the open sessions: their KV anchor zones are mergeable
+	// while there are two or more (anchors.go).
+	open openSessions
 }
 
 var _ engine.Engine = (*Engine)(nil)

@@ -27,6 +27,8 @@ type KVArena struct {
 	kOff, vOff []int64 // region offsets in the memfd
 	part       int64   // bytes of this arena's own regions
 	shared     bool    // a second part of another arena's memfd (draftmodel.go): Close leaves the memfd
+	zone       int64   // private anonymous bytes at the start of each region (anchors.go)
+	merge      bool    // the zones are advised MADV_MERGEABLE (anchors.go)
 	mem        *memfd.Buffer
 	buf        *kernels.BackendBuffer
 	meta       *kernels.GGMLContext

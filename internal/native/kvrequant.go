@@ -68,6 +68,9 @@ func (s *Session) setKVType(typ engine.KVType) (KVRequantReport, error) {
 	if s.kv.Type != from {
 		s.selGen++ // the graph's KV views change type: rebuild
 		s.stats.KVBytesToken = s.kv.BytesPerToken()
+		if zerr := s.applyAnchorZone(); zerr != nil && err == nil { // the zone follows the row size
+			err = zerr
+		}
 	}
 	return r, err
 }

@@ -318,6 +318,9 @@ func (s *Session) setWindows(anchors int, windows []int) error {
 	s.anchors = anchors
 	s.rings = next
 	s.userWindow = true
+	if err := s.applyAnchorZone(); err != nil {
+		return err
+	}
 	if !changed {
 		return nil
 	}

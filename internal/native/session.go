@@ -161,6 +161,10 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	}
 	s.stats.KVBytes = s.kv.Bytes()
 	s.stats.KVBytesToken = s.kv.BytesPerToken()
+	if err := e.open.add(s); err != nil {
+		e.open.remove(s)
+		return nil, err
+	}
 	ok = true
 	return s, nil
 }
@@ -380,6 +384,9 @@ func (s *Session) KV() *KVArena { return s.kv }
 
 // Close releases the KV arena and compute resources. Safe to call twice.
 func (s *Session) Close() error {
+	if s.eng != nil && s.kv != nil {
+		s.eng.open.remove(s) // an error here only leaves advice behind
+	}
 	s.releaseSets()
 	s.lat.close()
 	if s.gr != nil {
