@@ -20,7 +20,7 @@ import (
 // re-read only every DefaultSensorInterval, or less often when reading
 // them is slow). Measured 1.1-2.4% of decode CPU time on stories260K on a
 // loaded machine (its steps take ~0.6 ms; TestPolicyOverheadStories260K,
-// docs/BENCHMARKS.md "Policy every decode step"); the 1% goal is not
+// docs/BENCHMARKS.md "Policy at every decode step"); the 1% goal is not
 // shown there.
 const DefaultCadence = 1
 

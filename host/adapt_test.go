@@ -185,7 +185,7 @@ func median(v []float64) float64 {
 // call of 0.90-1.07% (2-core AMD EPYC VM, load average ≤ 0.7; perf put half
 // of it in the guest's compiled code, which runs with cold caches between
 // decode steps). On a llama3.2-1b-shaped model the same path is < 1%
-// (docs/BENCHMARKS.md "Policy every decode step").
+// (docs/BENCHMARKS.md "Policy at every decode step").
 //
 // The shares are CPU time, not wall time: on a loaded machine a preemption
 // that lands inside a call adds milliseconds of wall time to it, and

@@ -151,7 +151,7 @@ const hugePage = 2 << 20
 // repacked weight once per token; with 4 KiB pages that is one TLB miss per
 // page (143,000 per token on a 558 MiB model). Quiet, one thread, SYNTHETIC
 // llama3.2-1b Q4_0 repacked: 29.7–31.0 tok/s advised against 25.4–28.0
-// without, in alternating processes (docs/BENCHMARKS.md, "Session 7"). With the kernel's
+// without, in alternating processes (docs/BENCHMARKS.md, "Huge pages"). With the kernel's
 // THP set to "never" the advice does nothing; set to "madvise" (Debian's and
 // most Android kernels' default) only advised memory gets huge pages. The
 // switch exists for kernels where compaction at load costs more than it gives.

@@ -20,7 +20,8 @@ import (
 // threads 0.046–0.074 → 0.009–0.015 at one thread and 0.053–0.075 →
 // 0.004–0.007 at two; steps per second unchanged within the runs' spread.
 // A single call longer than 10 ms (a 1B model's step
-// here) is still retaken once: that part remains (docs/BENCHMARKS.md).
+// here) is still retaken once: that part remains (docs/BENCHMARKS.md
+// "Cores busy at one thread").
 const passEvery = 5 * time.Millisecond
 
 // schedPass remembers when its owner last passed through the scheduler (the
