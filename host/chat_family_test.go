@@ -9,27 +9,8 @@ import (
 	"testing"
 
 	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/sharedtest"
-	"github.com/edgellm/edgellm/internal/synth"
 	"github.com/edgellm/edgellm/internal/synthtest"
 )
-
-// familyChatModel writes the SYNTHETIC F32 model of a family's tiny shape
-// (its chat template and control tokens; stories260K's vocabulary, or the
-// shape's own) and returns its path and its chat format.
-func familyChatModel(t *testing.T, name string) (string, synth.ChatFamily) {
-	t.Helper()
-	sh := synth.Shapes[name]
-	vocab := sharedtest.Stories260K(t)
-	if sh.Vocab != "" {
-		vocab = sharedtest.Path(t, sh.Vocab)
-	}
-	p := filepath.Join(t.TempDir(), name+".gguf")
-	if err := synth.Write(context.Background(), synth.Options{Shape: sh, Type: gguf.F32, VocabPath: vocab, Seed: 1, Out: p}, nil); err != nil {
-		t.Fatal(err)
-	}
-	return p, synth.ChatFamilies[sh.Chat]
-}
 
 // splitControls is the prompt's tokens as the test expects them, built
 // without TokenizeChat: the text is cut at the family's control tokens
@@ -85,7 +66,7 @@ func TestChatFamilies(t *testing.T) {
 		{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "What is 2+2?"}}
 	for _, name := range synthtest.TinyFamilies {
 		t.Run(name, func(t *testing.T) {
-			path, cf := familyChatModel(t, name)
+			path, cf := synthtest.FamilyChatModel(t, name)
 			f, err := gguf.Open(path)
 			if err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/edgellm/edgellm/host"
 	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/sharedtest"
-	"github.com/edgellm/edgellm/internal/synth"
 	"github.com/edgellm/edgellm/internal/synthtest"
 )
 
@@ -39,18 +36,8 @@ func TestCAPIChatFamilies(t *testing.T) {
 		{Role: "assistant", Content: "Hello!"}, {Role: "user", Content: "What is 2+2?"}}
 	for _, name := range synthtest.TinyFamilies {
 		t.Run(name, func(t *testing.T) {
-			sh := synth.Shapes[name]
-			cf := synth.ChatFamilies[sh.Chat]
-			vocab := sharedtest.Stories260K(t)
-			if sh.Vocab != "" {
-				vocab = sharedtest.Path(t, sh.Vocab)
-			}
-			d := t.TempDir()
-			model := filepath.Join(d, name+".gguf")
-			if err := synth.Write(context.Background(), synth.Options{Shape: sh, Type: gguf.F32, VocabPath: vocab, Seed: 1, Out: model}, nil); err != nil {
-				t.Fatal(err)
-			}
-			rigged := filepath.Join(d, "endturn.gguf")
+			model, cf := synthtest.FamilyChatModel(t, name)
+			rigged := filepath.Join(t.TempDir(), "endturn.gguf")
 			synthtest.EndTurn(t, model, rigged)
 			f, err := gguf.Open(rigged)
 			if err != nil {

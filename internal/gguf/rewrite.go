@@ -14,6 +14,13 @@ import (
 // copied unchanged. dst is written to a temporary file in its directory,
 // synced and renamed (mode 0644), so a failure leaves nothing behind.
 func Rewrite(src, dst string, edit func(kv []KV) []KV) error {
+	return RewriteZeroing(src, dst, edit, nil)
+}
+
+// RewriteZeroing is Rewrite with the bytes of every tensor zero names
+// written as zeros (all-zero bytes decode to zero in every ggml type); a
+// nil zero copies every tensor.
+func RewriteZeroing(src, dst string, edit func(kv []KV) []KV, zero func(name string) bool) error {
 	f, err := Open(src)
 	if err != nil {
 		return err
@@ -47,7 +54,11 @@ func Rewrite(src, dst string, edit func(kv []KV) []KV) error {
 	}
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
-		if _, err := io.Copy(w, io.NewSectionReader(in, f.AbsOffset(t), t.Size)); err != nil {
+		var r io.Reader = io.NewSectionReader(in, f.AbsOffset(t), t.Size)
+		if zero != nil && zero(t.Name) {
+			r = io.LimitReader(zeroReader{}, t.Size)
+		}
+		if _, err := io.Copy(w, r); err != nil {
 			return fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
 		}
 	}
@@ -68,4 +79,12 @@ func Rewrite(src, dst string, edit func(kv []KV) []KV) error {
 	}
 	ok = true
 	return nil
+}
+
+// zeroReader reads zero bytes forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

@@ -2,9 +2,6 @@ package synth
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/edgellm/edgellm/internal/gguf"
 )
@@ -40,62 +37,5 @@ func ZeroFrom(src, dst string, from int) (err error) {
 			zero[name] = true
 		}
 	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := gguf.NewWriter(tmp)
-	for _, kv := range f.KV {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			return err
-		}
-	}
-	for _, t := range f.Tensors {
-		if err := w.AddTensor(t.Name, t.Dims, t.Type); err != nil {
-			return err
-		}
-	}
-	var zeros [1 << 16]byte
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		var r io.Reader = io.NewSectionReader(in, f.AbsOffset(t), t.Size)
-		if zero[t.Name] {
-			r = io.LimitReader(zeroReader(zeros[:]), t.Size)
-		}
-		if _, err := io.Copy(w, r); err != nil {
-			return fmt.Errorf("synth: %s: tensor %s: %w", src, t.Name, err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
-}
-
-// zeroReader reads zero bytes forever.
-type zeroReader []byte
-
-func (z zeroReader) Read(p []byte) (int, error) {
-	n := copy(p, z)
-	return n, nil
+	return gguf.RewriteZeroing(src, dst, func(kv []gguf.KV) []gguf.KV { return kv }, func(name string) bool { return zero[name] })
 }

@@ -13,9 +13,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/edgellm/edgellm/host"
-	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/internal/sharedtest"
-	"github.com/edgellm/edgellm/internal/synth"
 	"github.com/edgellm/edgellm/internal/synthtest"
 )
 
@@ -60,18 +57,8 @@ func TestChatFamiliesServe(t *testing.T) {
 	msgs := []Message{{"system", "Be brief."}, {"user", "Hi there"}, {"assistant", "Hello!"}, {"user", "What is 2+2?"}}
 	for _, name := range synthtest.TinyFamilies {
 		t.Run(name, func(t *testing.T) {
-			sh := synth.Shapes[name]
-			cf := synth.ChatFamilies[sh.Chat]
-			vocab := sharedtest.Stories260K(t)
-			if sh.Vocab != "" {
-				vocab = sharedtest.Path(t, sh.Vocab)
-			}
-			dir := t.TempDir()
-			model := filepath.Join(dir, name+".gguf")
-			if err := synth.Write(context.Background(), synth.Options{Shape: sh, Type: gguf.F32, VocabPath: vocab, Seed: 1, Out: model}, nil); err != nil {
-				t.Fatal(err)
-			}
-			rigged := filepath.Join(dir, "endturn.gguf")
+			model, cf := synthtest.FamilyChatModel(t, name)
+			rigged := filepath.Join(t.TempDir(), "endturn.gguf")
 			synthtest.EndTurn(t, model, rigged)
 			specials, _ := vocabSpecials(t, rigged)
 			family, familyIDs := map[string]int32{}, map[int32]bool{}
