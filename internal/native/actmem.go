@@ -42,7 +42,6 @@ func (s *Session) ActivationMemory(nTok, nKV int) (ActivationMemory, error) {
 		key.setNKV(r, min(nKV, rg.end))
 	}
 	s.gr.ringOf = s.ringOf
-	s.gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 	defer func() { s.gr.key = graphKey{} }() // measured, not allocated: the next decode rebuilds
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return ActivationMemory{}, fmt.Errorf("native: build graph: %w", err)
@@ -63,7 +62,7 @@ func (s *Session) LastGraphMemory() (ActivationMemory, error) {
 	if key.nTok == 0 || key.ringGen != s.ringGen {
 		return ActivationMemory{}, fmt.Errorf("native: no decode graph of the current ring layout to measure")
 	}
-	g, err := newGraph(s.cfg.NLayer)
+	g, err := s.newGraph()
 	if err != nil {
 		return ActivationMemory{}, err
 	}

@@ -178,7 +178,7 @@ func (s *Session) newPassDrafter(p *pass) (*passDrafter, error) {
 		}
 	}
 	var err error
-	if p.gr, err = newGraph(s.cfg.NLayer); err != nil {
+	if p.gr, err = s.newGraph(); err != nil {
 		return nil, err
 	}
 	if p.ga, err = kernels.NewGallocr(); err != nil {

@@ -96,6 +96,16 @@ func (g *graph) ringUsed(nLayers int) [maxRings]bool {
 // graphNodes bounds the nodes (and tensors) of one graph.
 func graphNodes(nLayer int) int { return 64*nLayer + 128 }
 
+// newGraph makes the session's graphs (its own, draft passes', verify
+// sizes', measured ones): each uses the engine's kernel choice.
+func (s *Session) newGraph() (*graph, error) {
+	g, err := newGraph(s.cfg.NLayer)
+	if err == nil {
+		g.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
+	}
+	return g, err
+}
+
 func newGraph(nLayer int) (*graph, error) {
 	n := graphNodes(nLayer)
 	ctx, err := kernels.NewGGMLContext(n, n)

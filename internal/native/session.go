@@ -141,7 +141,7 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	if s.ga, err = kernels.NewGallocr(); err != nil {
 		return nil, err
 	}
-	if s.gr, err = newGraph(cfg.NLayer); err != nil {
+	if s.gr, err = s.newGraph(); err != nil {
 		return nil, err
 	}
 	rg := newRing(s.nCtx, s.nBatch)
@@ -254,7 +254,6 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 	s.lastGr = gr
 	if gr.key != key {
 		t0 := time.Now()
-		gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 		if err := gr.build(key, s.cfg, head, layers, s.kv, s.flash); err != nil {
 			return fmt.Errorf("native: build graph: %w", err)
 		}
@@ -368,7 +367,6 @@ func (s *Session) reserve() error {
 		key.setNKV(r, rg.end)
 	}
 	s.gr.ringOf = s.ringOf
-	s.gr.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
 	if err := s.gr.build(key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 		return fmt.Errorf("native: build graph: %w", err)
 	}

@@ -39,7 +39,7 @@ func (g *shapeGraphs) decode(s *Session, tokens []int32, want engine.LogitsMode)
 func (g *shapeGraphs) create(s *Session, n int) error {
 	p := &pass{skip: s.cfg.NLayer}
 	var err error
-	if p.gr, err = newGraph(s.cfg.NLayer); err != nil {
+	if p.gr, err = s.newGraph(); err != nil {
 		return err
 	}
 	if p.ga, err = kernels.NewGallocr(); err != nil {
