@@ -73,6 +73,9 @@ type graph struct {
 	ownKernels bool
 	logits     kernels.Tensor // F32 [n_vocab, n_out]
 
+	// own are the q4x4 copies the ownKernels matmuls read (nil: none).
+	own *ownLayouts
+
 	// layerEnd[il] is the number of graph nodes up to the end of layer il
 	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
 	// come layerStart embedding nodes): per-layer latency, latency.go.
@@ -102,6 +105,7 @@ func (s *Session) newGraph() (*graph, error) {
 	g, err := newGraph(s.cfg.NLayer)
 	if err == nil {
 		g.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
+		g.own = s.eng.own
 	}
 	return g, err
 }
@@ -338,6 +342,9 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 // ggml's for what they do not take).
 func (g *graph) matmul(c *kernels.GGMLContext, w, x kernels.Tensor) kernels.Tensor {
 	if g.ownKernels {
+		if p := g.own.lookup(w); p != nil {
+			return c.MulMatEdgellmQ4x4(w, x, p)
+		}
 		return c.MulMatEdgellm(w, x)
 	}
 	return c.MulMat(w, x)
