@@ -23,6 +23,11 @@
 // time (cpuid), never at build time: the vector functions carry
 // per-function target attributes.
 //
+// For Q4_0 on AVX-512 VNNI CPUs there is also an interleaved layout of our
+// own (q4x4: rows in groups of 4, one 512-bit load of nibbles per block
+// feeding vpdpbusd for all 4 rows; PackQ4x4, MulQ4x4, Q4x4CFunc), bitwise
+// the plain-block kernels and faster at every n.
+//
 // Package kernels runs them inside ggml graphs as a custom op
 // (GGMLContext.MulMatEdgellm, CFunc); Mul runs them on goroutines for tests
 // and benchmarks.
