@@ -36,6 +36,20 @@
 #endif
 #define EMV_INLINE static inline __attribute__((always_inline))
 
+// SDOT. GCC's arm_neon.h declares vdotq_s32 for functions whose target has
+// dotprod; clang's (14, checked) declares it only when the whole file is
+// built with dotprod (__ARM_FEATURE_DOTPROD), so there the instruction is
+// written out (the .arch directive lets the assembler take it at any
+// -march; clang 14's assembler has no ".arch_extension dotprod").
+#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
+EMV_T_DOT EMV_INLINE int32x4_t emv_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
+	__asm__(".arch armv8.2-a+dotprod\n\tsdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b));
+	return acc;
+}
+#else
+#define emv_sdot vdotq_s32
+#endif
+
 int emv_neon_detect(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? EMV_NEONDOT : EMV_SCALAR; }
 
 // fp16 -> f32 (FCVT, base ARMv8-A; exact, subnormal halves included).
@@ -90,8 +104,8 @@ EMV_T_DOT EMV_INLINE void emv_neon_rows(int t, int R, const uint8_t *w, size_t w
 			float da = emv_neon_h2f(ab);
 			for (int i = 0; i < R; i++) {
 				float32x4_t s = vdupq_n_f32(dw[i] * da);
-				lo[i][j] = vfmaq_f32(lo[i][j], vcvtq_f32_s32(vdotq_s32(zero, w0[i], a0)), s);
-				hi[i][j] = vfmaq_f32(hi[i][j], vcvtq_f32_s32(vdotq_s32(zero, w1[i], a1)), s);
+				lo[i][j] = vfmaq_f32(lo[i][j], vcvtq_f32_s32(emv_sdot(zero, w0[i], a0)), s);
+				hi[i][j] = vfmaq_f32(hi[i][j], vcvtq_f32_s32(emv_sdot(zero, w1[i], a1)), s);
 			}
 		}
 	}
