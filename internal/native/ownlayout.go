@@ -2,6 +2,8 @@ package native
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -84,14 +86,35 @@ func newOwnLayouts(sets []*Weights) (*ownLayouts, error) {
 		if kernels.RepackHugePages() && unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
 			o.stats.HugePageBytes += size
 		}
-		var off int64
-		for _, t := range ts {
-			p, err := kernels.NewEdgellmQ4x4(t, unsafe.Pointer(&mem[off]))
+		// Pack on GOMAXPROCS goroutines, matrix by matrix (the copy reads
+		// the whole mapped file: load time).
+		offs := make([]int64, len(ts))
+		for i := 1; i < len(ts); i++ {
+			offs[i] = offs[i-1] + kernels.EdgellmQ4x4Size(ts[i-1])
+		}
+		ps := make([]*kernels.EdgellmQ4x4, len(ts))
+		errs := make([]error, len(ts))
+		var wg sync.WaitGroup
+		workers := min(runtime.GOMAXPROCS(0), len(ts))
+		for g := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(ts); i += workers {
+					ps[i], errs[i] = kernels.NewEdgellmQ4x4(ts[i], unsafe.Pointer(&mem[offs[i]]))
+				}
+			}()
+		}
+		wg.Wait()
+		for i, t := range ts {
+			if ps[i] != nil {
+				o.byPtr[t.Data()] = ps[i]
+			}
+		}
+		for _, err := range errs {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", w.Path, err)
 			}
-			o.byPtr[t.Data()] = p
-			off += kernels.EdgellmQ4x4Size(t)
 		}
 		o.stats.Tensors += len(ts)
 		o.stats.Bytes += size
