@@ -18,7 +18,7 @@ import (
 //     repacked): invariant by contract (kernels/matvec);
 //   - ggml's unrepacked Q8_0/Q4_0 mul_mat on x86-64: measured invariant
 //     (TestOwnKernelsBatchInvariant), an accident of ggml's vec_dot, not a
-//     contract;
+//     contract; on arm64 measured not invariant (kernels/RATIONALE.md);
 //   - ggml's F32/F16 mul_mat: not invariant (one token and several take
 //     different paths: every verify row of the F32 model differs);
 //   - ggml's repacked kernels (gemv for one row, gemm for several): not
@@ -82,6 +82,8 @@ func ggmlVariance(m kernels.Tensor, ours bool) string {
 		return fmt.Sprintf("%s matrices (ggml's %s mul_mat takes another path for one token than for several)", t, t)
 	case (t == kernels.GGMLTypeQ8_0 || t == kernels.GGMLTypeQ4_0) && runtime.GOARCH == "amd64":
 		return ""
+	case t == kernels.GGMLTypeQ8_0 || t == kernels.GGMLTypeQ4_0:
+		return fmt.Sprintf("%s matrices (ggml's %s mul_mat on %s: measured not batch-invariant on arm64)", t, t, runtime.GOARCH)
 	}
 	return fmt.Sprintf("%s matrices (ggml's kernel, batch invariance not measured)", t)
 }

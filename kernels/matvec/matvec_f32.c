@@ -237,18 +237,18 @@ int emv_matvec_f32(int t, int impl, const void *w, size_t ws, int64_t k, int64_t
                    size_t xs, int64_t n, float *y, size_t ldy) {
 	if ((t != EMV_F32 && t != EMV_F16) || k <= 0 || n < 1 || r0 < 0 || r1 < r0) return -1;
 	if (impl == EMV_BEST) impl = emv_best_impl();
-	if (impl < EMV_SCALAR || impl > emv_best_impl()) return -1;
+	if (!emv_impl_available(impl)) return -1;
 	const uint8_t *wp = (const uint8_t *)w, *xp = (const uint8_t *)x;
 	for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN) {
 		int nn = (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN);
 		const uint8_t *xj = xp + (size_t)j0 * xs;
 		float *yj = y + (size_t)j0 * ldy;
 #if defined(__x86_64__)
-		if (impl >= EMV_AVX512VNNI) {
+		if (impl == EMV_AVX512VNNI) {
 			emvf_avx512[nn - 1](t, wp, ws, k, r0, r1, xj, xs, yj, ldy);
 			continue;
 		}
-		if (impl >= EMV_AVX2) {
+		if (impl == EMV_AVX2) {
 			emvf_avx2[nn - 1](t, wp, ws, k, r0, r1, xj, xs, yj, ldy);
 			continue;
 		}

@@ -46,7 +46,7 @@ func MulFloat(impl Impl, t Type, w []byte, rows, k int, x, y []float32, threads 
 	es := t.elemBytes()
 	n := len(x) / max(k, 1) // assigned once: the goroutines below capture it by value
 	switch {
-	case impl < Scalar || impl > best:
+	case !available(impl):
 		return fmt.Errorf("%w: %v not available on this CPU (best %v)", ErrArgs, impl, best)
 	case es == 0:
 		return fmt.Errorf("%w: float weight type %v", ErrArgs, t)

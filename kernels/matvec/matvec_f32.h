@@ -16,10 +16,10 @@ enum { EMV_F32 = 0, EMV_F16 = 1 };
 // weight rows r in [r0, r1) and activation rows j in [0, n) (n >= 1; rows
 // beyond 8 are done 8 at a time). w holds rows of k elements of type t
 // (F32 or F16), wstride bytes apart; x holds n F32 rows, xstride bytes
-// apart. impl is one of matvec.h's EMV_* implementations (EMV_BEST: the
-// best this CPU runs; AVX-512 here needs only F/BW/VL/DQ, but the dispatch
-// follows emv_best_impl). Returns 0, or -1 on bad arguments (nothing
-// written).
+// apart. impl is one of matvec.h's EMV_* implementations this CPU runs
+// (EMV_BEST: the best; AVX-512 here needs only F/BW/VL/DQ, but the
+// dispatch follows emv_best_impl; EMV_NEONDOT runs the scalar path: no F32
+// NEON kernel yet). Returns 0, or -1 on bad arguments (nothing written).
 int emv_matvec_f32(int t, int impl, const void *w, size_t wstride, int64_t k, int64_t r0, int64_t r1,
                    const float *x, size_t xstride, int64_t n, float *y, size_t ldy);
 #endif
