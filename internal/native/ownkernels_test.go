@@ -29,14 +29,15 @@ func ownKernelModels(t *testing.T) []string {
 func customOps(s engine.Session) int { return SessionOf(s).lastGr.g.CountOps("CUSTOM") }
 
 // TestOwnKernelsGreedy: with Options.Kernels "edgellm" the weight matmuls
-// of decode steps run as edgellm's custom op (every Q8_0/Q4_0 matrix), and
+// of decode steps run as edgellm's custom op (every Q8_0/Q4_0/F32 matrix), and
 // greedy decoding gives the ggml path's tokens with every step's logits
 // within sharedtest's tolerance of ggml's.
 //
 // With Repack, the matrices ggml repacked keep ggml's kernels (Q4_0 on
 // x86: all of them) and the others (Q8_0) run edgellm's.
 func TestOwnKernelsGreedy(t *testing.T) {
-	models := ownKernelModels(t)
+	// and the F32 model: edgellm's F32 kernel against ggml's F32 mul_mat.
+	models := append(ownKernelModels(t), filepath.Join(sharedtest.Dir(), "models", "derived", "stories260K-ff192-f32.gguf"))
 	for i, path := range append(models, models[2:]...) {
 		repack := i >= len(models)
 		name := filepath.Base(path)
