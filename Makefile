@@ -179,7 +179,7 @@ bench-ksm: build
 # windows 16 and 32. make bench's sweep of every Go benchmark runs it too;
 # TestFactProbe (make test) is the same probe on small models.
 bench-probe: build
-	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFactProbe$$' -benchtime 1x -timeout 30m ./internal/native
+	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFactProbe$$' -benchtime 1x -timeout 60m ./internal/native
 
 # Warm start (issue #29): time to first token and peak RSS of whole run
 # processes from a cold page cache per --willneed-layers value, on SYNTHETIC
