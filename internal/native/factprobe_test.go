@@ -221,7 +221,7 @@ func factModels(t *testing.T) map[string]string {
 // the fact's eviction) drop keeps under a quarter of the full KV's signal
 // (measured: at most 0.14, on tiny at window 32); merge gives other numbers
 // than drop in every band (made a no-op, it fails here), and late it keeps
-// less of the fact than drop (measured: 0.6–0.93 of drop's): the
+// less of the fact than drop (measured: 0.50–0.93 of drop's): the
 // docs/BENCHMARKS.md "Retrieval probe" answer. Runs are deterministic: the
 // numbers do not depend on load.
 func TestFactProbe(t *testing.T) {
