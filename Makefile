@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
+.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm bench-probe scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -173,6 +173,13 @@ bench-activations: build
 # test runs in make test.
 bench-ksm: build
 	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^TestSharedAnchorsKSM$$' ./internal/native
+
+# Planted-fact retrieval probe (issue #29.2): decay-merge against drop on the
+# SYNTHETIC llama3.2-1b shape (Q4_0, written to a temp dir and removed),
+# windows 16 and 32. make bench's sweep of every Go benchmark runs it too;
+# TestFactProbe (make test) is the same probe on small models.
+bench-probe: build
+	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFactProbe$$' -benchtime 1x -timeout 60m ./internal/native
 
 # Warm start (issue #29): time to first token and peak RSS of whole run
 # processes from a cold page cache per --willneed-layers value, on SYNTHETIC
