@@ -229,8 +229,9 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			f32 := int64(4)
 			q = c.View(qkv, 0, []int64{hd, nh, nTok}, []int64{hd * f32, qkv.Nb(1)})
 			k = c.View(qkv, hd*nh*f32, []int64{hd, nhkv, nTok}, []int64{hd * f32, qkv.Nb(1)})
+			// v stays a strided view: set_rows reads it row by row (no
+			// copy, as llama.cpp's cpy_v)
 			v = c.View(qkv, (hd*nh+embdKV)*f32, []int64{embdKV, nTok}, []int64{qkv.Nb(1)})
-			v = c.Cont(v, embdKV, nTok)
 		} else {
 			q, k, v = g.matmul(c, l.Wq, h), g.matmul(c, l.Wk, h), g.matmul(c, l.Wv, h)
 			if !l.Bq.Nil() {
