@@ -27,7 +27,12 @@
 // vector functions carry per-function target attributes. Available lists
 // only the running architecture's implementations.
 //
+// Float weights (matvec_f32.c, MulFloat): F32 and F16 rows times F32
+// activations, 16 f32 lanes per output (element i into lane i % 16 by fma,
+// in order; then a fixed fold), the same contract shape: batch-invariant
+// and bit-identical across scalar, AVX2 and AVX-512, for any k.
+//
 // Package kernels runs them inside ggml graphs as a custom op
-// (GGMLContext.MulMatEdgellm, CFunc); Mul runs them on goroutines for tests
-// and benchmarks.
+// (GGMLContext.MulMatEdgellm, CFunc, CFuncFloat); Mul and MulFloat run
+// them on goroutines for tests and benchmarks.
 package matvec

@@ -85,6 +85,10 @@ func (t Type) String() string {
 		return "q4_0"
 	case Q8_0:
 		return "q8_0"
+	case F32:
+		return "f32"
+	case F16:
+		return "f16"
 	}
 	return fmt.Sprintf("type(%d)", int(t))
 }
