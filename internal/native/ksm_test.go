@@ -151,21 +151,36 @@ func ksmdTicks() int64 {
 	return -1
 }
 
-// zoneKB sums Rss and Pss (kB) of this process's VMAs that overlap the
-// anchor zones of arenas (each zone is a private anonymous VMA of its own).
-func zoneKB(t testing.TB, arenas []*KVArena) (rss, pss int64) {
-	t.Helper()
-	type span struct{ lo, hi uint64 }
-	var zs []span
+// vmaSpan is an address range [lo, hi).
+type vmaSpan struct{ lo, hi uint64 }
+
+// zoneSpans are the anchor zones of arenas (each zone is a private
+// anonymous VMA of its own).
+func zoneSpans(arenas []*KVArena) []vmaSpan {
+	var zs []vmaSpan
 	for _, a := range arenas {
 		base := uint64(uintptrOf(a.mem.Bytes()))
 		for il := range a.K {
 			for _, off := range []int64{a.kOff[il], a.vOff[il]} {
-				zs = append(zs, span{base + uint64(off), base + uint64(off+a.zone)})
+				zs = append(zs, vmaSpan{base + uint64(off), base + uint64(off+a.zone)})
 			}
 		}
 	}
-	f, err := os.Open("/proc/self/smaps")
+	return zs
+}
+
+// zoneKB sums Rss and Pss (kB) of this process's VMAs that overlap the
+// anchor zones of arenas.
+func zoneKB(t testing.TB, arenas []*KVArena) (rss, pss int64) {
+	t.Helper()
+	return spansKB(t, "/proc/self/smaps", zoneSpans(arenas))
+}
+
+// spansKB sums Rss and Pss (kB) of the VMAs in smaps (a /proc/PID/smaps)
+// that overlap zs.
+func spansKB(t testing.TB, smaps string, zs []vmaSpan) (rss, pss int64) {
+	t.Helper()
+	f, err := os.Open(smaps)
 	if err != nil {
 		t.Skipf("smaps: %v", err)
 	}
