@@ -186,7 +186,7 @@ bench-ksm-serve: build
 	EDGELLM_SHARED=$(SHARED) scripts/bench-ksm-serve.sh ./$(BIN) $(SHARED)/models/stories260K.gguf
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  ./$(BIN) synth --shape tinyllama-1.1b --type q4_0 -o $$dir/m.gguf 2>/dev/null && \
-	  EDGELLM_SHARED=$(SHARED) scripts/bench-ksm-serve.sh ./$(BIN) $$dir/m.gguf 8 512 64 1024 2
+	  EDGELLM_SHARED=$(SHARED) scripts/bench-ksm-serve.sh ./$(BIN) $$dir/m.gguf 8 256 64 1024 1
 
 # Warm start (issue #29): time to first token and peak RSS of whole run
 # processes from a cold page cache per --willneed-layers value, on SYNTHETIC
