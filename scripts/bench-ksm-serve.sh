@@ -40,9 +40,22 @@ saved=""
 for k in run pages_to_scan sleep_millisecs smart_scan; do
 	[ -f "$KSM/$k" ] && saved="$saved $k=$(cat "$KSM/$k")"
 done
-restore() {
+# stop_servers ends the servers started here: SIGTERM, then SIGKILL for
+# one still in a long prefill after 10 s (serve finishes its step first).
+stop_servers() {
 	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+	for _ in $(seq 1 100); do
+		alive=""
+		for p in $PIDS; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+		[ -z "$alive" ] && break
+		sleep 0.1
+	done
+	for p in $PIDS; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
+	PIDS=""
+}
+restore() {
+	stop_servers
 	echo 0 >"$KSM/run"
 	for kv in $saved; do
 		[ "${kv%%=*}" = run ] || echo "${kv#*=}" >"$KSM/${kv%%=*}"
@@ -132,6 +145,9 @@ for mode in $MODES; do
 		mgp0=$((mgp0 + $2))
 		before="$before $(own_pss "$p")"
 	done
+	# KSM is global: another process may have switched it on meanwhile.
+	[ "$(cat "$KSM/run")" = 0 ] && [ "$mgp0" -ge "$mg0" ] ||
+		echo "note: KSM was switched on by another process during the prompts (run=$(cat "$KSM/run"), mergeable PSS $mgp0 < RSS $mg0 kB): part merged before the 'before' readings"
 	base=$(cat "$KSM/pages_sharing")
 	scans0=$(cat "$KSM/full_scans")
 	t0=$(ksmd_ticks)
@@ -165,6 +181,7 @@ for mode in $MODES; do
 		fi
 		[ "$stall" -ge "$maxstall" ] && { echo "(ksmd completed no full scan in $((maxstall / 20)) s)"; break; }
 	done
+	[ "$(cat "$KSM/run")" = 1 ] || echo "note: KSM was switched off by another process during the wait"
 	wall=$(awk "BEGIN {printf \"%.2f\", $(date +%s.%N) - $start}")
 	t1=$(ksmd_ticks)
 	scans=$(($(cat "$KSM/full_scans") - scans0))
@@ -190,7 +207,5 @@ for mode in $MODES; do
 	echo "process PSS sum: $sum0 → $sum1 kB ($((sum1 - sum0)))"
 	echo "ksmd CPU: $((t1 - t0)) ticks (1/100 s)"
 	echo 0 >"$KSM/run"
-	for p in $PIDS; do kill "$p" 2>/dev/null || true; done
-	for p in $PIDS; do wait "$p" 2>/dev/null || true; done
-	PIDS=""
+	stop_servers
 done

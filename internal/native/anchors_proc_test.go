@@ -142,9 +142,12 @@ func (c *ksmChild) ownPSS(t *testing.T) int64 {
 // child processes, each one engine with one session of stories260K and
 // the same 512-token system prompt as anchors (TestSharedAnchorsKSMChild).
 // With KSM switched on (skipped where /sys/kernel/mm/ksm/run cannot be
-// written; every knob restored) pages_sharing rises by (N-1) × a child's
-// zone pages, the zones' PSS summed over the children falls from N copies
-// to one, and every child's PSS (smaps_rollup) drops. Waits are bounded
+// written; every knob restored) every zone page of every child is merged
+// (/proc/PID/ksm_merging_pages; where the kernel lacks it, pages_sharing
+// rises by (N-1) × a child's zone pages: machine-wide, logged always),
+// the zones' PSS summed over the children falls from N copies to one (or
+// less, shared with other processes holding the same anchors), and every
+// child's PSS (smaps_rollup) drops. Waits are bounded
 // by ksmd's full-scan counter. Without the option a lone session is never
 // advised and nothing merges.
 func TestSharedAnchorsKSMProcesses(t *testing.T) {
@@ -180,10 +183,37 @@ func TestSharedAnchorsKSMProcesses(t *testing.T) {
 	base := k.read("pages_sharing")
 	ticks0, t0 := ksmdTicks(), time.Now()
 	k.write("run", "1")
+	// Each child's own merged-page count (pages_sharing is machine-wide:
+	// other processes using KSM meanwhile move it), or pages_sharing
+	// where the kernel has no per-process count.
+	merged := make([]int64, n)
+	perProc := true
+	done := func() bool {
+		all := true
+		for i, c := range cs {
+			m, ok := mergingPages(strconv.Itoa(c.cmd.Process.Pid))
+			perProc = perProc && ok
+			merged[i] = m
+			all = all && m >= zonePages
+		}
+		return perProc && all
+	}
 	want := (n - 1) * zonePages
-	got, scans := k.waitSharing(base+want, 8)
+	var scans int64
+	if done(); perProc {
+		scans = k.until(done, 8)
+	} else {
+		_, scans = k.waitSharing(base+want, 8)
+	}
+	got := k.read("pages_sharing")
 	ticks1, wall := ksmdTicks(), time.Since(t0)
-	if got-base < want {
+	if perProc {
+		for i, m := range merged {
+			if m < zonePages {
+				t.Fatalf("child %d: %d pages merged after %d full scans, want its %d zone pages (all: %v)", i+1, m, scans, zonePages, merged)
+			}
+		}
+	} else if got-base < want {
 		t.Fatalf("pages_sharing rose by %d in %d full scans, want %d ((N-1) × %d zone pages)", got-base, scans, want, zonePages)
 	}
 	var pss1, rss1 int64
@@ -193,8 +223,8 @@ func TestSharedAnchorsKSMProcesses(t *testing.T) {
 		rss1, pss1 = rss1+r, pss1+p
 		roll1[i] = c.ownPSS(t)
 	}
-	t.Logf("%d processes, %d zone pages each: pages_sharing +%d after %d full scans; zones PSS %d → %d kB (RSS %d → %d kB); children's PSS (anon+shmem) %v → %v kB; ksmd CPU %d ticks (1/100 s) in %v",
-		n, zonePages, got-base, scans, pss0, pss1, rss0, rss1, roll0, roll1, ticks1-ticks0, wall.Round(time.Millisecond))
+	t.Logf("%d processes, %d zone pages each: merged pages per child %v; pages_sharing +%d (want %d, machine-wide) after %d full scans; zones PSS %d → %d kB (RSS %d → %d kB); children's PSS (anon+shmem) %v → %v kB; ksmd CPU %d ticks (1/100 s) in %v",
+		n, zonePages, merged, got-base, want, scans, pss0, pss1, rss0, rss1, roll0, roll1, ticks1-ticks0, wall.Round(time.Millisecond))
 	// One copy left (or less, when other processes on the machine hold the
 	// same anchors): smaps rounds each VMA's PSS down to a kB.
 	if pss1 > zoneKBs+int64(len(cs[0].spans))*n {
