@@ -186,6 +186,7 @@ for mode in $MODES; do
 	t1=$(ksmd_ticks)
 	scans=$(($(cat "$KSM/full_scans") - scans0))
 	after=""
+	merged=""
 	mg1=0
 	mgp1=0
 	for p in $PIDS; do
@@ -193,6 +194,7 @@ for mode in $MODES; do
 		mg1=$((mg1 + $1))
 		mgp1=$((mgp1 + $2))
 		after="$after $(own_pss "$p")"
+		merged="$merged $(cat "/proc/$p/ksm_merging_pages" 2>/dev/null || echo -)"
 	done
 	rise=$(($(cat "$KSM/pages_sharing") - base))
 	sum0=0
@@ -201,7 +203,8 @@ for mode in $MODES; do
 	for v in $after; do sum1=$((sum1 + v)); done
 	echo "== share-anchors $mode: $N serve processes, $(basename "$MODEL"), prompt $ptoks tokens, anchors $ANCHORS, window $WINDOW, ctx $CTX, F16 KV"
 	echo "mergeable mappings: RSS $mg0 kB, PSS $mgp0 → $mgp1 kB (summed over the processes)"
-	echo "pages_sharing rise: $rise (after $scans full scans, ${wall}s)"
+	echo "pages_sharing rise: $rise (machine-wide; after $scans full scans, ${wall}s)"
+	echo "merged pages per process (/proc/PID/ksm_merging_pages):$merged"
 	echo "process PSS (anon+shmem) kB before:$before"
 	echo "process PSS (anon+shmem) kB after: $after"
 	echo "process PSS sum: $sum0 → $sum1 kB ($((sum1 - sum0)))"
