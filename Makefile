@@ -298,7 +298,7 @@ CROSS_ARM64_ENV  = GOOS=$(GOOS_ARM64) GOARCH=arm64 CGO_ENABLED=1 \
                    CC='$(CROSS_ARM64_CC)' CXX='$(CROSS_ARM64_CXX)' \
                    CGO_CFLAGS='-O3 -march=$(MARCH_ARM64) $(SPINWAIT)' CGO_CXXFLAGS='-O3 -march=$(MARCH_ARM64)'
 
-.PHONY: build-arm64 test-arm64 cross-arm64-check lib-arm64
+.PHONY: build-arm64 test-arm64 test-arm64-matvec cross-arm64-check lib-arm64
 
 # One clear line when a cross compiler is missing, before any Go or C work.
 cross-arm64-check:
@@ -333,6 +333,21 @@ lib-arm64: cross-arm64-check cgo-check
 # (cmd/libedgellm/testdata/capi_test.c), cross-compiled against $(LIB_ARM64)
 # and run under qemu (scripts/capi-arm64.sh; bundles signed by this machine's
 # $(BIN)).
-test-arm64: build-arm64 lib-arm64 build policies
+test-arm64: test-arm64-matvec build-arm64 lib-arm64 build policies
 	MARCH_ARM64='$(MARCH_ARM64)' scripts/arm64-smoke.sh $(BIN_ARM64) $(SHARED) policies/default/default.wasm
 	CROSS_ARM64_CC='$(CROSS_ARM64_CC)' scripts/capi-arm64.sh $(LIB_ARM64) $(BIN) $(SHARED) policies/default/default.wasm
+
+# The kernels/matvec tests as an arm64 test binary, built at the base
+# architecture (-march=armv8-a: the NEON dotprod kernels come in only through
+# their target attributes) and run under qemu on CPUs with and without the dot
+# product, each checking the kernel getauxval chose; then package kernels'
+# custom-op tests (the kernels inside a ggml graph), built like build-arm64
+# so they reuse its compiled llama.cpp (scripts/matvec-arm64.sh). About two
+# minutes here, mostly the second link.
+MATVEC_TEST_ARM64  ?= bin/matvec-$(GOOS_ARM64)-arm64.test
+KERNELS_TEST_ARM64 ?= bin/kernels-$(GOOS_ARM64)-arm64.test
+test-arm64-matvec: cross-arm64-check cgo-check
+	@mkdir -p $(dir $(MATVEC_TEST_ARM64)) $(dir $(KERNELS_TEST_ARM64))
+	$(CROSS_ARM64_ENV) CGO_CFLAGS='-O3 -march=armv8-a' $(GO) test -c -o $(MATVEC_TEST_ARM64) ./kernels/matvec
+	$(CROSS_ARM64_ENV) $(GO) test -c -o $(KERNELS_TEST_ARM64) ./kernels
+	scripts/matvec-arm64.sh $(MATVEC_TEST_ARM64) $(KERNELS_TEST_ARM64)

@@ -51,8 +51,9 @@ type LoadOptions struct {
 	WillNeedLayers int
 	// Kernels is, on the native engine, which kernels compute the weight
 	// matmuls of decode steps and verify batches (up to 9 tokens: K+1): "" or
-	// "ggml" (ggml's), "edgellm" (edgellm's own Q8_0/Q4_0 kernels, batch-
-	// invariant; repacked matrices and other types keep ggml's). The
+	// "ggml" (ggml's), "edgellm" (edgellm's own Q8_0/Q4_0/F32/F16 kernels,
+	// batch-invariant, so greedy speculation is exact: Draft.
+	// BatchInvariance; repacked matrices and other types keep ggml's). The
 	// llamacpp engine has only ggml's: "edgellm" there is an error.
 	Kernels string
 	// ShareAnchors, on the native engine, advises every session's KV

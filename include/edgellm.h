@@ -87,7 +87,7 @@ extern "C" {
  * callers of any minor up to its own; edgellm_api_version returns the
  * library's. */
 #define EDGELLM_API_VERSION_MAJOR 1
-#define EDGELLM_API_VERSION_MINOR 4
+#define EDGELLM_API_VERSION_MINOR 5
 
 typedef enum edgellm_status {
     EDGELLM_OK = 0,
@@ -282,6 +282,13 @@ struct edgellm_policy_params {
      * call with its sensor readings; `edgellm policy log FILE` prints it).
      * NULL: none. */
     const char *decision_log;
+    /* 1.5: the budget of one policy call in microseconds (0: the default,
+     * 5000). A call that runs past it is stopped and answered by the
+     * fallback decision (counted in edgellm_stats.policy_failures); time the
+     * thread spends waiting for a CPU does not count (host/policy/RATIONALE.md).
+     * Raise it where the guest runs slowly (an emulator, a low-end core);
+     * negative values are EDGELLM_ERR_INVALID_ARGUMENT. */
+    int64_t deadline_us;
 };
 
 /* ---- stats ------------------------------------------------------------ */

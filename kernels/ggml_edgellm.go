@@ -22,6 +22,30 @@ static void edgellm_mv_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	                    a->data, a->nb[1], a->ne[1], (float *)dst->data, dst->nb[1] / sizeof(float));
 }
 
+// edgellm_mvf_op is the float-weight body: dst[m, n] = w[k, m] x x[k, n]
+// with w F32 or F16 and x F32 rows read where they are (no cast node);
+// the kernel is emv_matvec_f32 (kernels/matvec/matvec_f32.h), the split
+// edgellm_mv_op's.
+typedef int (*edgellm_mvf_fn)(int, int, const void *, size_t, int64_t, int64_t, int64_t,
+                              const float *, size_t, int64_t, float *, size_t);
+
+static void edgellm_mvf_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
+	const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];
+	int64_t m = w->ne[1], pairs = (m + 1) / 2;
+	int64_t r0 = 2 * (pairs * ith / nth), r1 = 2 * (pairs * (ith + 1) / nth);
+	if (r1 > m) r1 = m;
+	if (r0 >= r1) return;
+	((edgellm_mvf_fn)ud)((int)w->type, -1, w->data, w->nb[1], w->ne[0], r0, r1,
+	                     (const float *)x->data, x->nb[1], x->ne[1], (float *)dst->data, dst->nb[1] / sizeof(float));
+}
+
+static struct ggml_tensor *edgellm_mul_mat_edgellm_f(struct ggml_context *ctx, struct ggml_tensor *w,
+                                                     struct ggml_tensor *x, void *fn) {
+	struct ggml_tensor *args[2] = {w, x};
+	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, edgellm_mvf_op,
+	                      GGML_N_TASKS_MAX, fn);
+}
+
 static struct ggml_tensor *edgellm_mul_mat_edgellm(struct ggml_context *ctx, struct ggml_tensor *w,
                                                    struct ggml_tensor *aq, void *fn) {
 	struct ggml_tensor *args[2] = {w, aq};
@@ -41,7 +65,10 @@ import "github.com/edgellm/edgellm/kernels/matvec"
 // them.
 const EdgellmMaxN = matvec.MaxN + 1
 
-var edgellmFn = matvec.CFunc()
+var (
+	edgellmFn  = matvec.CFunc()
+	edgellmFnF = matvec.CFuncFloat()
+)
 
 // OpName is ggml's name for the op that computes t ("MUL_MAT", "CUSTOM",
 // ...; "NONE" for a leaf).
@@ -59,21 +86,29 @@ func (g *Graph) CountOps(op string) int {
 }
 
 // EdgellmEligible reports whether MulMatEdgellm(w, x) runs edgellm's kernel
-// (and not ggml's mul_mat): w is a plain (not repacked) Q8_0 or Q4_0 matrix
-// and x a contiguous 2-D F32 batch of 1..EdgellmMaxN rows.
+// (and not ggml's mul_mat): w is a plain (not repacked) Q8_0, Q4_0, F32 or
+// F16 matrix and x a contiguous 2-D F32 batch of 1..EdgellmMaxN rows.
 func EdgellmEligible(w, x Tensor) bool {
-	return w.p != nil && x.p != nil && matvec.Supported(int(w.Type())) && !w.Repacked() &&
+	return w.p != nil && x.p != nil && EdgellmCovers(w.Type()) && !w.Repacked() &&
 		w.Ne(2) == 1 && w.Ne(3) == 1 && w.Nb(0) < w.Nb(1) &&
 		x.Type() == GGMLTypeF32 && x.Ne(0) == w.Ne(0) && x.Ne(2) == 1 && x.Ne(3) == 1 &&
 		x.Ne(1) >= 1 && x.Ne(1) <= EdgellmMaxN && x.Contiguous()
 }
 
+// EdgellmCovers reports whether edgellm's kernels take weights of type t:
+// Q8_0 and Q4_0 (Q8_0 activations, as ggml's own), F32 and F16 (F32
+// activations).
+func EdgellmCovers(t GGMLType) bool {
+	return matvec.Supported(int(t)) || matvec.SupportedFloat(int(t))
+}
+
 // MulMatEdgellm is MulMat(w, x) computed by edgellm's own matvec kernels
 // (kernels/matvec) when EdgellmEligible(w, x), and by ggml's mul_mat
-// otherwise. Two nodes: x is cast to Q8_0 by ggml (the same quantisation
-// its mul_mat applies to the vector operand), then a custom op, run by the
-// graph's thread pool with the weight rows split across the threads, reads
-// each weight block once for all rows of x. Row j of the result is bitwise
+// otherwise. For quantised w, two nodes: x is cast to Q8_0 by ggml (the
+// same quantisation its mul_mat applies to the vector operand), then a
+// custom op; for F32/F16 w, the custom op alone reads x as it is. The op,
+// run by the graph's thread pool with the weight rows split across the
+// threads, reads each weight block once for all rows of x. Row j of the result is bitwise
 // the same whatever the number of rows or threads (matvec's contract).
 func (c *GGMLContext) MulMatEdgellm(w, x Tensor) Tensor {
 	if !EdgellmEligible(w, x) {
@@ -81,6 +116,9 @@ func (c *GGMLContext) MulMatEdgellm(w, x Tensor) Tensor {
 	}
 	if !c.ok("mul_mat_edgellm", w, x) || c.FreeBytes() < 2*TensorOverhead() {
 		return c.fail("mul_mat_edgellm: context full")
+	}
+	if matvec.SupportedFloat(int(w.Type())) {
+		return Tensor{C.edgellm_mul_mat_edgellm_f(c.p, w.p, x.p, edgellmFnF)}
 	}
 	aq := C.ggml_cast(c.p, x.p, C.GGML_TYPE_Q8_0)
 	return Tensor{C.edgellm_mul_mat_edgellm(c.p, w.p, aq, edgellmFn)}

@@ -8,9 +8,8 @@
 # cancellation, the trim push, a hot reload, 1,000 load/free cycles, and
 # every API 1.1 entry point), then testdata/capi_v1_0_test.c built against the
 # 1.0 header (struct canaries). It runs
-# with "emulated": a policy call that misses the 5 ms decide deadline on the
-# emulated CPU is tolerated (reported) as long as the window still shrinks,
-# and the kernel's RSS (qemu's process, whose own heap grows with every guest
+# with "emulated": the policy gets a 200 ms deadline (API 1.5 deadline_us),
+# since an emulated call can miss the default 5 ms, and the kernel's RSS (qemu's process, whose own heap grows with every guest
 # mmap/munmap) is printed, not checked; the guest's resident pages are.
 #
 # usage: scripts/capi-arm64.sh LIBEDGELLM.so HOST_EDGELLM SHARED_DIR DEFAULT_POLICY.wasm

@@ -92,6 +92,13 @@ func runSpec(c *cmdEnv, o specOptions, adapter *host.Adapter, swaps bool, eng ho
 		kDesc = "auto"
 	}
 	c.Logf("speculative decoding: draft %s, K %s, draft KV %d bytes", o.Draft, kDesc, s.KVBytes())
+	if bi := s.BatchInvariance(); gen.Sampling.Greedy() && !bi.Exact {
+		fix := "edgellm's kernels, which would make it exact, take only Q8_0, Q4_0, F32 and F16 matrices that are not repacked"
+		if bi.EdgellmFixes {
+			fix = "--kernels edgellm makes it exact (plain decoding then uses those kernels too)"
+		}
+		c.Logf("speculative decoding: greedy text may differ from plain decoding where the top two logits nearly tie: verify batches are not batch-invariant for %s; %s", bi.Reason, fix)
+	}
 	gen.Draft = s
 	rounds := roundStats{stats: stats, d: s}
 	gen.BeforeStep = rounds.hook(gen.BeforeStep)

@@ -73,6 +73,11 @@ func runCAPITest(t *testing.T, prog, model string) {
 	repo, root := tufRepo(t, filepath.Join(dir, "default.wasm"))
 	t.Setenv("EDGELLM_CAPI_TEST_REPO", repo)
 	t.Setenv("EDGELLM_CAPI_TEST_REPO_ROOT", root)
+	slow, err := filepath.Abs("../../host/policy/testdata/slow.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("EDGELLM_CAPI_TEST_SLOW_POLICY", slow)
 	// The pause makes the generate/free race meet its window (exports.go
 	// testGenerateDelay).
 	t.Setenv("EDGELLM_CAPI_TEST_GENERATE_DELAY_US", "300")

@@ -68,7 +68,8 @@ type Options struct {
 	// Kernels chooses the kernels of the weight matmuls in batches of up
 	// to kernels.EdgellmMaxN tokens (decode steps, speculative verify):
 	// "" or KernelsGGML is ggml's mul_mat; KernelsEdgellm is edgellm's own
-	// (kernels.MulMatEdgellm) for plain Q8_0 and Q4_0 matrices. Other
+	// (kernels.MulMatEdgellm) for plain Q8_0, Q4_0, F32 and F16 matrices,
+	// batch-invariant (Session.BatchInvariance). Other
 	// types, larger batches (prefill) and repacked matrices (ggml's
 	// interleaved layout) keep ggml's kernels.
 	Kernels string

@@ -29,14 +29,15 @@ func ownKernelModels(t *testing.T) []string {
 func customOps(s engine.Session) int { return SessionOf(s).lastGr.g.CountOps("CUSTOM") }
 
 // TestOwnKernelsGreedy: with Options.Kernels "edgellm" the weight matmuls
-// of decode steps run as edgellm's custom op (every Q8_0/Q4_0 matrix), and
+// of decode steps run as edgellm's custom op (every Q8_0/Q4_0/F32 matrix), and
 // greedy decoding gives the ggml path's tokens with every step's logits
 // within sharedtest's tolerance of ggml's.
 //
 // With Repack, the matrices ggml repacked keep ggml's kernels (Q4_0 on
 // x86: all of them) and the others (Q8_0) run edgellm's.
 func TestOwnKernelsGreedy(t *testing.T) {
-	models := ownKernelModels(t)
+	// and the F32 model: edgellm's F32 kernel against ggml's F32 mul_mat.
+	models := append(ownKernelModels(t), filepath.Join(sharedtest.Dir(), "models", "derived", "stories260K-ff192-f32.gguf"))
 	for i, path := range append(models, models[2:]...) {
 		repack := i >= len(models)
 		name := filepath.Base(path)
@@ -102,9 +103,11 @@ func TestOwnKernelsGreedy(t *testing.T) {
 
 // TestOwnKernelsBatchInvariant: a verify batch of n tokens (n = 2..9) gives
 // each row's logits bitwise equal to the single-token steps over the same
-// tokens, at 1 and 2 threads, with edgellm's kernels on Q8_0/Q4_0 models.
-// It reports (t.Log) how many rows differ with ggml's kernels, and on the
-// F32 model (whose matmuls the edgellm kernels do not take).
+// tokens, at 1 and 2 threads, with edgellm's kernels on Q8_0/Q4_0 models
+// and on the F32 model: the whole forward pass (attention, norms, head
+// included) is batch-invariant once the weight matmuls are. It reports
+// (t.Log) how many rows differ with ggml's kernels (all of them on the F32
+// model: ggml's F32 mul_mat takes another path for n >= 2).
 func TestOwnKernelsBatchInvariant(t *testing.T) {
 	toks := []int32{1, 403, 407, 261, 378, 414, 270, 262, 300, 310, 320}
 	f32 := filepath.Join(sharedtest.Dir(), "models", "derived", "stories260K-ff192-f32.gguf")
@@ -142,7 +145,7 @@ func TestOwnKernelsBatchInvariant(t *testing.T) {
 						b.Logits(j, row)
 						for v := range row {
 							if math.Float32bits(row[v]) != math.Float32bits(single[2+j][v]) {
-								if kern == KernelsEdgellm && path != f32 {
+								if kern == KernelsEdgellm {
 									t.Errorf("%s: n=%d row %d logit %d: batch %g, single step %g", name, n, j, v, row[v], single[2+j][v])
 								}
 								diff++

@@ -15,15 +15,24 @@
 // y = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). So y[r][j] depends only on row
 // r, row j and k: row j of an n-row call is bitwise the 1-row call (batch
 // invariance, TestBatchInvariant), for any split of the rows across threads,
-// and the scalar, AVX2 and AVX-512 VNNI paths return the same bits.
+// and the scalar, AVX2, AVX-512 VNNI and NEON dotprod paths return the
+// same bits.
 //
-// Implementations: portable scalar C (the reference and the path off x86),
-// AVX2+FMA+F16C, and AVX-512 (F/BW/VL/DQ + VNNI: two weight rows per zmm,
-// each 256-bit half doing the AVX2 arithmetic). The kernel is chosen at run
-// time (cpuid), never at build time: the vector functions carry
-// per-function target attributes.
+// Implementations: portable scalar C (the reference, and the path on CPUs
+// with none of the below), AVX2+FMA+F16C, AVX-512 (F/BW/VL/DQ + VNNI: two
+// weight rows per zmm, each 256-bit half doing the AVX2 arithmetic), and on
+// arm64 NEON with the dot product extension (NEONDot: two SDOTs per block
+// are the eight lanes; matvec_arm64.c). The kernel is chosen at run time
+// (cpuid on x86-64, getauxval(AT_HWCAP) on arm64), never at build time: the
+// vector functions carry per-function target attributes. Available lists
+// only the running architecture's implementations.
+//
+// Float weights (matvec_f32.c, MulFloat): F32 and F16 rows times F32
+// activations, 16 f32 lanes per output (element i into lane i % 16 by fma,
+// in order; then a fixed fold), the same contract shape: batch-invariant
+// and bit-identical across scalar, AVX2 and AVX-512, for any k.
 //
 // Package kernels runs them inside ggml graphs as a custom op
-// (GGMLContext.MulMatEdgellm, CFunc); Mul runs them on goroutines for tests
-// and benchmarks.
+// (GGMLContext.MulMatEdgellm, CFunc, CFuncFloat); Mul and MulFloat run
+// them on goroutines for tests and benchmarks.
 package matvec

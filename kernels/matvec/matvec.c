@@ -366,6 +366,8 @@ static int emv_detect(void) {
 		return EMV_AVX512VNNI;
 	return EMV_AVX2;
 }
+#elif defined(__aarch64__)
+static int emv_detect(void) { return emv_neon_detect(); }
 #else
 static int emv_detect(void) { return EMV_SCALAR; }
 #endif
@@ -376,12 +378,23 @@ int emv_best_impl(void) {
 	return best;
 }
 
+int emv_impl_available(int impl) {
+	int best = emv_best_impl();
+#if defined(__x86_64__)
+	return impl >= EMV_SCALAR && impl <= best;
+#elif defined(__aarch64__)
+	return impl == EMV_SCALAR || (impl >= EMV_NEONDOT && impl <= best);
+#else
+	return impl == EMV_SCALAR;
+#endif
+}
+
 int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0, int64_t r1,
                const void *a, size_t as, int64_t n, float *y, size_t ldy) {
 	if ((t != EMV_Q8_0 && t != EMV_Q4_0) || k <= 0 || k % EMV_QK != 0 || n < 1 || r0 < 0 || r1 < r0)
 		return -1;
 	if (impl == EMV_BEST) impl = emv_best_impl();
-	if (impl < EMV_SCALAR || impl > emv_best_impl()) return -1;
+	if (!emv_impl_available(impl)) return -1;
 	int nb = (int)(k / EMV_QK);
 	const uint8_t *wp = (const uint8_t *)w, *ap = (const uint8_t *)a;
 	for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN) {
@@ -402,6 +415,8 @@ int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0,
 			(t == EMV_Q8_0 ? emv_avx2_q8 : emv_avx2_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy);
 			continue;
 		}
+#elif defined(__aarch64__)
+		if (emv_neon_matvec(t, impl, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy)) continue;
 #endif
 		emv_scalar(t, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy);
 	}

@@ -17,11 +17,14 @@ import (
 // Impl names one implementation of the kernels.
 type Impl int
 
-// The implementations, in order of preference.
+// The implementations, in order of preference on each architecture (x86-64:
+// Scalar, AVX2, AVX512VNNI; arm64: Scalar, NEONDot, NEON with the dot
+// product extension, SDOT).
 const (
 	Scalar     Impl = C.EMV_SCALAR
 	AVX2       Impl = C.EMV_AVX2
 	AVX512VNNI Impl = C.EMV_AVX512VNNI
+	NEONDot    Impl = C.EMV_NEONDOT
 	QK              = 32 // elements per block
 	MaxN            = 8  // activation rows one weight load serves
 	// ActBlockBytes is the size of one quantised activation block (ggml's
@@ -37,20 +40,31 @@ func (i Impl) String() string {
 		return "avx2"
 	case AVX512VNNI:
 		return "avx512vnni"
+	case NEONDot:
+		return "neondot"
 	}
 	return fmt.Sprintf("impl(%d)", int(i))
 }
 
 var best = Impl(C.emv_best_impl())
 
-// Best is the fastest implementation this CPU runs (cpuid at start-up).
+// Best is the fastest implementation this CPU runs (chosen at start-up:
+// cpuid on x86-64, getauxval(AT_HWCAP) on arm64).
 func Best() Impl { return best }
+
+// allImpls is every implementation of every architecture, slowest first.
+var allImpls = []Impl{Scalar, AVX2, AVX512VNNI, NEONDot}
+
+// available reports whether this CPU runs impl.
+func available(impl Impl) bool { return C.emv_impl_available(C.int(impl)) != 0 }
 
 // Available lists the implementations this CPU runs, slowest first.
 func Available() []Impl {
 	var out []Impl
-	for i := Scalar; i <= best; i++ {
-		out = append(out, i)
+	for _, i := range allImpls {
+		if available(i) {
+			out = append(out, i)
+		}
 	}
 	return out
 }
@@ -71,6 +85,10 @@ func (t Type) String() string {
 		return "q4_0"
 	case Q8_0:
 		return "q8_0"
+	case F32:
+		return "f32"
+	case F16:
+		return "f16"
 	}
 	return fmt.Sprintf("type(%d)", int(t))
 }
@@ -132,7 +150,7 @@ func Mul(impl Impl, t Type, w []byte, rows int, a *Activations, y []float32, thr
 	nb := a.k / QK
 	ws := nb * t.BlockBytes()
 	switch {
-	case impl < Scalar || impl > best:
+	case !available(impl):
 		return fmt.Errorf("%w: %v not available on this CPU (best %v)", ErrArgs, impl, best)
 	case t.BlockBytes() == 0:
 		return fmt.Errorf("%w: weight type %v", ErrArgs, t)

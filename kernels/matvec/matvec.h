@@ -15,9 +15,11 @@
 // straight through.
 enum { EMV_Q4_0 = 2, EMV_Q8_0 = 8 };
 // Implementations; EMV_BEST is "the best this CPU runs".
-enum { EMV_BEST = -1, EMV_SCALAR = 0, EMV_AVX2 = 1, EMV_AVX512VNNI = 2 };
+enum { EMV_BEST = -1, EMV_SCALAR = 0, EMV_AVX2 = 1, EMV_AVX512VNNI = 2, EMV_NEONDOT = 3 };
 
 int emv_best_impl(void);
+// emv_impl_available reports whether this CPU runs implementation impl.
+int emv_impl_available(int impl);
 
 // emv_quantize_q8_0 quantises n rows of k floats (k % 32 == 0) to ggml Q8_0
 // blocks, row after row, exactly as ggml's quantize_row_q8_0_ref does.
@@ -31,4 +33,13 @@ void emv_quantize_q8_0(const float *x, int n, int k, void *dst);
 // arguments (nothing written).
 int emv_matvec(int t, int impl, const void *w, size_t wstride, int64_t k, int64_t r0, int64_t r1,
                const void *a, size_t astride, int64_t n, float *y, size_t ldy);
+
+#if defined(__aarch64__)
+// arm64 (matvec_arm64.c): the best NEON implementation this CPU runs
+// (getauxval), and the NEON kernels for 1..8 rows (returns 0 when impl is
+// not a NEON one, nothing done).
+int emv_neon_detect(void);
+int emv_neon_matvec(int t, int impl, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
+                    const uint8_t *a, size_t as, int n, float *y, size_t ldy);
+#endif
 #endif

@@ -59,9 +59,18 @@ struct edgellm_policy_params_v1_1 {
     struct edgellm_policy_params_v1_0 v1_0;
     const char *cache_dir;
 };
+struct edgellm_policy_params_v1_2 {
+    struct edgellm_policy_params_v1_1 v1_1;
+    const char *repo;
+    const char *repo_root;
+    const char *repo_name;
+    int64_t repo_poll_ms;
+    const char *decision_log;
+};
 enum {
     size_policy_params_v1_0 = sizeof(struct edgellm_policy_params_v1_0),
     size_policy_params_v1_1 = sizeof(struct edgellm_policy_params_v1_1),
+    size_policy_params_v1_2 = sizeof(struct edgellm_policy_params_v1_2),
     size_engine_params_v1_0 = sizeof(struct edgellm_engine_params_v1_0),
     size_generate_params_v1_0 = sizeof(struct edgellm_generate_params_v1_0),
     size_stats_v1_0 = sizeof(struct edgellm_stats_v1_0),

@@ -92,7 +92,7 @@ func edgellm_policy_params_init(p *C.struct_edgellm_policy_params) {
 //export edgellm_policy_params_init_sized
 func edgellm_policy_params_init_sized(p *C.struct_edgellm_policy_params, size C.uint32_t) C.int {
 	d := C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
-	return initSized("edgellm_policy_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_policy_params_v1_0, C.size_policy_params_v1_1, C.sizeof_struct_edgellm_policy_params)
+	return initSized("edgellm_policy_params", unsafe.Pointer(p), size, unsafe.Pointer(&d), C.size_policy_params_v1_0, C.size_policy_params_v1_1, C.size_policy_params_v1_2, C.sizeof_struct_edgellm_policy_params)
 }
 
 //export edgellm_policy_attach
@@ -105,7 +105,7 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 		if p == nil || out == nil {
 			return errorf(statusInvalidArgument, "edgellm_policy_attach: params and out must not be NULL")
 		}
-		if err := checkSize("edgellm_policy_params", p.size, C.size_policy_params_v1_0, C.size_policy_params_v1_1, C.sizeof_struct_edgellm_policy_params); err != nil {
+		if err := checkSize("edgellm_policy_params", p.size, C.size_policy_params_v1_0, C.size_policy_params_v1_1, C.size_policy_params_v1_2, C.sizeof_struct_edgellm_policy_params); err != nil {
 			return err
 		}
 		pp := C.struct_edgellm_policy_params{size: C.sizeof_struct_edgellm_policy_params}
@@ -122,6 +122,12 @@ func edgellm_policy_attach(h C.edgellm_session, p *C.struct_edgellm_policy_param
 			return errorf(statusInvalidArgument, "edgellm_policy_attach: none of bundle_path, inbox_dir and repo is set")
 		}
 		cfg := policy.NewConfig().WithInsecure(p.insecure != 0).WithStateDir(goString(p.state_dir)).WithLogger(policyLog).WithCacheDir(goString(p.cache_dir))
+		switch {
+		case p.deadline_us < 0:
+			return errorf(statusInvalidArgument, "edgellm_policy_attach: deadline_us %d is negative (0: the default, %d)", int64(p.deadline_us), policy.DefaultDeadline.Microseconds())
+		case p.deadline_us > 0:
+			cfg = cfg.WithDeadline(time.Duration(p.deadline_us) * time.Microsecond)
+		}
 		if p.trusted_key != nil {
 			td, err := policy.ReadTrust(C.GoString(p.trusted_key))
 			if err != nil {

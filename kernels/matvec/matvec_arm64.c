@@ -1,0 +1,154 @@
+// edgellm matvec kernels for arm64: NEON with the dot product extension
+// (ARMv8.2-A dotprod, SDOT), written for this project from ggml's block
+// formats. Compiled only for GOARCH=arm64 (the _arm64 file name); the base
+// build stays at the build's -march (armv8-a is enough): the kernels carry a
+// per-function target attribute and are chosen at run time from
+// getauxval(AT_HWCAP) & HWCAP_ASIMDDP (emv_neon_detect), so a CPU without
+// dotprod (Cortex-A53, A55 before r1, A72, ...) runs the scalar reference.
+//
+// Same arithmetic contract as matvec.c, bit for bit: vdotq_s32 on 16 bytes
+// gives four int32 lanes, lane l the exact sum of the products of elements
+// 4l..4l+3, which is the contract's lane grouping. A block is two SDOTs
+// (elements 0..15 give lanes 0..3, 16..31 lanes 4..7), so one row's eight
+// f32 lanes are two float32x4_t, updated with vfmaq_f32 (one fused
+// multiply-add per lane, as fmaf), and summed by the same fixed tree:
+// v = lo + hi is (a0+a4, a1+a5, a2+a6, a3+a7); (v0+v2) + (v1+v3).
+#if defined(__aarch64__)
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#include "matvec.h"
+
+#include <arm_neon.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+#if defined(__clang__)
+#define EMV_T_DOT __attribute__((target("dotprod")))
+#else
+#define EMV_T_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+#define EMV_INLINE static inline __attribute__((always_inline))
+
+// SDOT. GCC's arm_neon.h declares vdotq_s32 for functions whose target has
+// dotprod; clang's (14, checked) declares it only when the whole file is
+// built with dotprod (__ARM_FEATURE_DOTPROD), so there the instruction is
+// written out (the .arch directive lets the assembler take it at any
+// -march; clang 14's assembler has no ".arch_extension dotprod").
+#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
+EMV_T_DOT EMV_INLINE int32x4_t emv_sdot(int32x4_t acc, int8x16_t a, int8x16_t b) {
+	__asm__(".arch armv8.2-a+dotprod\n\tsdot %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b));
+	return acc;
+}
+#else
+#define emv_sdot vdotq_s32
+#endif
+
+int emv_neon_detect(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? EMV_NEONDOT : EMV_SCALAR; }
+
+// fp16 -> f32 (FCVT, base ARMv8-A; exact, subnormal halves included).
+EMV_INLINE float emv_neon_h2f(const uint8_t *p) {
+	__fp16 h;
+	memcpy(&h, p, 2);
+	return (float)h;
+}
+
+// The 32 signed weights of one block: elements 0..15 in *w0, 16..31 in *w1.
+EMV_T_DOT EMV_INLINE void emv_neon_w(int t, const uint8_t *blk, int8x16_t *w0, int8x16_t *w1) {
+	if (t == EMV_Q8_0) {
+		*w0 = vld1q_s8((const int8_t *)(blk + 2));
+		*w1 = vld1q_s8((const int8_t *)(blk + 18));
+		return;
+	}
+	uint8x16_t q = vld1q_u8(blk + 2);
+	int8x16_t eight = vdupq_n_s8(8);
+	*w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))), eight);
+	*w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+}
+
+// The contract's tree ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)), lo = a0..a3.
+EMV_T_DOT EMV_INLINE float emv_neon_hsum(float32x4_t lo, float32x4_t hi) {
+	float32x4_t v = vaddq_f32(lo, hi);
+	float32x2_t w = vadd_f32(vget_low_f32(v), vget_high_f32(v));
+	return vget_lane_f32(w, 0) + vget_lane_f32(w, 1);
+}
+
+// R weight rows (r .. r+R-1) by n activation rows: each weight block is
+// loaded (Q4_0: unpacked) once and multiplied into all n rows. R only
+// interleaves independent rows' chains; no row's arithmetic depends on it.
+EMV_T_DOT EMV_INLINE void emv_neon_rows(int t, int R, const uint8_t *w, size_t ws, int nb, int64_t r,
+                                        const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
+	const int32x4_t zero = vdupq_n_s32(0);
+	float32x4_t lo[2][EMV_MAXN], hi[2][EMV_MAXN];
+	for (int i = 0; i < R; i++)
+		for (int j = 0; j < n; j++) lo[i][j] = hi[i][j] = vdupq_n_f32(0.0f);
+	const uint8_t *wr = w + (size_t)r * ws;
+	for (int b = 0; b < nb; b++) {
+		int8x16_t w0[2], w1[2];
+		float dw[2];
+		for (int i = 0; i < R; i++) {
+			const uint8_t *blk = wr + (size_t)i * ws + (size_t)b * bsz;
+			emv_neon_w(t, blk, &w0[i], &w1[i]);
+			dw[i] = emv_neon_h2f(blk);
+		}
+		for (int j = 0; j < n; j++) {
+			const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
+			int8x16_t a0 = vld1q_s8((const int8_t *)(ab + 2)), a1 = vld1q_s8((const int8_t *)(ab + 18));
+			float da = emv_neon_h2f(ab);
+			for (int i = 0; i < R; i++) {
+				float32x4_t s = vdupq_n_f32(dw[i] * da);
+				lo[i][j] = vfmaq_f32(lo[i][j], vcvtq_f32_s32(emv_sdot(zero, w0[i], a0)), s);
+				hi[i][j] = vfmaq_f32(hi[i][j], vcvtq_f32_s32(emv_sdot(zero, w1[i], a1)), s);
+			}
+		}
+	}
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < R; i++) y[(size_t)j * ldy + r + i] = emv_neon_hsum(lo[i][j], hi[i][j]);
+}
+
+// Two rows at a time up to n = 4 (4n accumulators), one above (2n: n = 8
+// takes 16 of the 32 vector registers). The split is a register budget,
+// not measured on hardware.
+EMV_T_DOT EMV_INLINE void emv_neon_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
+                                     const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	int64_t r = r0;
+	if (n <= 4)
+		for (; r + 1 < r1; r += 2) emv_neon_rows(t, 2, w, ws, nb, r, a, as, n, y, ldy);
+	for (; r < r1; r++) emv_neon_rows(t, 1, w, ws, nb, r, a, as, n, y, ldy);
+}
+
+// One function per (type, n): the accumulators stay in registers and the
+// loops over j and i unroll.
+typedef void (*emv_neon_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, float *,
+                            size_t);
+#define EMV_NFN(T, TN, N)                                                                                  \
+	EMV_T_DOT static void emv_neondot_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,         \
+	                                             int64_t r1, const uint8_t *a, size_t as, float *y,        \
+	                                             size_t ldy) {                                             \
+		emv_neon_n(T, w, ws, nb, r0, r1, a, as, N, y, ldy);                                            \
+	}
+#define EMV_NEACH(T, TN)                                                                                   \
+	EMV_NFN(T, TN, 1) EMV_NFN(T, TN, 2) EMV_NFN(T, TN, 3) EMV_NFN(T, TN, 4)                              \
+	EMV_NFN(T, TN, 5) EMV_NFN(T, TN, 6) EMV_NFN(T, TN, 7) EMV_NFN(T, TN, 8)
+#define EMV_NTAB(TN)                                                                                       \
+	{ emv_neondot_##TN##_1, emv_neondot_##TN##_2, emv_neondot_##TN##_3, emv_neondot_##TN##_4,             \
+	  emv_neondot_##TN##_5, emv_neondot_##TN##_6, emv_neondot_##TN##_7, emv_neondot_##TN##_8 }
+EMV_NEACH(EMV_Q8_0, q8)
+EMV_NEACH(EMV_Q4_0, q4)
+static const emv_neon_fn emv_neondot_q8[EMV_MAXN] = EMV_NTAB(q8);
+static const emv_neon_fn emv_neondot_q4[EMV_MAXN] = EMV_NTAB(q4);
+
+int emv_neon_matvec(int t, int impl, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
+                    const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	if (impl != EMV_NEONDOT || n < 1 || n > EMV_MAXN) return 0;
+	(t == EMV_Q8_0 ? emv_neondot_q8 : emv_neondot_q4)[n - 1](w, ws, nb, r0, r1, a, as, y, ldy);
+	return 1;
+}
+#endif
