@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm bench-ksm-serve scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
+.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm bench-ksm-serve bench-probe scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -187,6 +187,13 @@ bench-ksm-serve: build
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  ./$(BIN) synth --shape tinyllama-1.1b --type q4_0 -o $$dir/m.gguf 2>/dev/null && \
 	  EDGELLM_SHARED=$(SHARED) scripts/bench-ksm-serve.sh ./$(BIN) $$dir/m.gguf 8 256 64 1024 1
+
+# Planted-fact retrieval probe (issue #29.2): decay-merge against drop on the
+# SYNTHETIC llama3.2-1b shape (Q4_0, written to a temp dir and removed),
+# windows 16 and 32. make bench's sweep of every Go benchmark runs it too;
+# TestFactProbe (make test) is the same probe on small models.
+bench-probe: build
+	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^$$' -bench '^BenchmarkFactProbe$$' -benchtime 1x -timeout 60m ./internal/native
 
 # Warm start (issue #29): time to first token and peak RSS of whole run
 # processes from a cold page cache per --willneed-layers value, on SYNTHETIC

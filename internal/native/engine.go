@@ -98,11 +98,15 @@ type LoadReport struct {
 	TiedOutput      bool
 	// Repack is per weight set what Options.Repack cost; nil without it.
 	Repack []RepackStats
+	// OwnLayout is what edgellm's own Q4_0 layout cost (all sets; zero
+	// unless Kernels is "edgellm" without Repack on an AVX-512 VNNI CPU).
+	// RepackBytes and the repack counts include it: anonymous memory too.
+	OwnLayout OwnLayoutStats
 }
 
 // repackTensors is how many matrices all weight sets repacked.
 func (r LoadReport) repackTensors() int {
-	n := 0
+	n := r.OwnLayout.Tensors
 	for _, s := range r.Repack {
 		n += s.Tensors
 	}
@@ -112,7 +116,7 @@ func (r LoadReport) repackTensors() int {
 // RepackBytes is the anonymous memory all weight sets' repacked matrices
 // occupy (their buffers, padding included).
 func (r LoadReport) RepackBytes() int64 {
-	var n int64
+	n := r.OwnLayout.Bytes
 	for _, s := range r.Repack {
 		n += s.BufferBytes
 	}
@@ -122,7 +126,7 @@ func (r LoadReport) RepackBytes() int64 {
 // RepackHugePageBytes is the part of RepackBytes advised for transparent
 // huge pages.
 func (r LoadReport) RepackHugePageBytes() int64 {
-	var n int64
+	n := r.OwnLayout.HugePageBytes
 	for _, s := range r.Repack {
 		n += s.HugePageBytes
 	}
@@ -141,6 +145,10 @@ type Engine struct {
 	report LoadReport
 	closed bool
 	tier   tierState // Options.Tiers (tiers.go)
+
+	// own are edgellm's q4x4 copies (ownlayout.go); nil when none.
+	own *ownLayouts
+
 	// repackGen counts SetRepackLayers calls that changed a tensor; it is
 	// in every graph key, so graphs on released tensors are rebuilt.
 	repackGen uint64
@@ -246,9 +254,18 @@ func Load(path string, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if opts.Kernels == KernelsEdgellm && !opts.Repack {
+		var err error
+		if e.own, err = newOwnLayouts(e.sets); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	e.report = LoadReport{Duration: time.Since(start), FileBytes: w.Size(),
 		DataPageAligned: w.DataPageAligned, TiedOutput: w.Tied}
+	if e.own != nil {
+		e.report.OwnLayout = e.own.stats
+	}
 	if opts.Repack {
 		for _, s := range e.sets {
 			e.report.Repack = append(e.report.Repack, s.Repack)
@@ -311,6 +328,7 @@ func (e *Engine) Close() error {
 	if e.vocab != nil {
 		e.vocab.Close()
 	}
+	e.own.Close()
 	var err error
 	for _, w := range e.sets {
 		if cerr := w.Close(); cerr != nil && err == nil {

@@ -24,6 +24,11 @@ import (
 // each compute; the graph itself is reused while its shape key is unchanged
 // (see RATIONALE.md).
 
+// trimLastLayer: the last layer computes q, attention and the output
+// projection only for the rows that want logits (false only in
+// TestLastLayerTrim, which checks that it changes no bit).
+var trimLastLayer = true
+
 // graphKey is everything that changes a graph's shape or its weights.
 type graphKey struct {
 	nTok, nKV, nOut int
@@ -68,10 +73,14 @@ type graph struct {
 	// every layer on ring 0).
 	ringOf []uint8
 	outIDs kernels.Tensor // I32 [n_out] batch rows that produce logits; zero when all
+	outPos kernels.Tensor // I32 [n_out] their positions (the last layer's q)
 	// ownKernels (Options.Kernels "edgellm"): weight matmuls go through
 	// matmul to edgellm's kernels where they apply.
 	ownKernels bool
 	logits     kernels.Tensor // F32 [n_vocab, n_out]
+
+	// own are the q4x4 copies the ownKernels matmuls read (nil: none).
+	own *ownLayouts
 
 	// layerEnd[il] is the number of graph nodes up to the end of layer il
 	// (nodes [layerEnd[il-1], layerEnd[il]) are layer il's; before layer 0
@@ -102,6 +111,7 @@ func (s *Session) newGraph() (*graph, error) {
 	g, err := newGraph(s.cfg.NLayer)
 	if err == nil {
 		g.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
+		g.own = s.eng.own
 	}
 	return g, err
 }
@@ -158,9 +168,13 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			g.maskSWA[r] = input(kernels.GGMLTypeF16, "inp_kq_mask_swa"+sfx, int64(key.nKVOf(r)), nTok)
 		}
 	}
-	g.outIDs = kernels.Tensor{}
+	g.outIDs, g.outPos = kernels.Tensor{}, kernels.Tensor{}
 	if key.nOut < key.nTok {
+		// the last nOut rows of the batch (Session.decode)
 		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
+		if trimLastLayer {
+			g.outPos = input(kernels.GGMLTypeI32, "inp_out_pos", int64(key.nOut))
+		}
 	}
 	if g.g == nil {
 		g.g = new(kernels.Graph)
@@ -200,6 +214,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	last := func(il int) bool { return il == len(layers)-1 && !g.outIDs.Nil() }
 	norm := func(t, wt kernels.Tensor) kernels.Tensor { return c.Mul(c.RMSNorm(t, cfg.NormEps), wt) }
 
+	nOut := int64(key.nOut)
 	x := c.GetRows(w.TokEmbd, g.tokens) // [n_embd, n_tok]
 	if fam.EmbdScale {
 		x = c.Scale(x, float32(math.Sqrt(float64(cfg.NEmbd))))
@@ -217,6 +232,18 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		if cfg.IsSWA(il) {
 			mask = g.maskSWA[r]
 		}
+		// In the last layer only the rows that want logits go on past
+		// storing K and V: their q, attention and output projection (each
+		// row's arithmetic is the same as in the whole batch; llama.cpp
+		// trims after the output projection, computing nTok-nOut rows of
+		// q, attention and Wo for nothing).
+		nQ, posQ, hq := nTok, g.pos, func(h kernels.Tensor) kernels.Tensor { return h }
+		if last(il) && trimLastLayer {
+			nQ, posQ = nOut, g.outPos
+			hq = func(h kernels.Tensor) kernels.Tensor { return c.GetRows(h, g.outIDs) }
+			// the mask rows of the last nOut tokens
+			mask = c.View(mask, (nTok-nOut)*mask.Nb(1), []int64{nKV, nOut}, []int64{mask.Nb(1)})
+		}
 
 		// attention rmsnorm
 		h := norm(x, l.AttnNorm)
@@ -228,11 +255,16 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			qkv := g.matmul(c, l.Wqkv, h) // [(n_head+2 n_head_kv) hd, n_tok]
 			f32 := int64(4)
 			q = c.View(qkv, 0, []int64{hd, nh, nTok}, []int64{hd * f32, qkv.Nb(1)})
+			if nQ < nTok {
+				q = c.View(qkv, 0, []int64{hd * nh, nTok}, []int64{qkv.Nb(1)})
+				q = c.Reshape(hq(q), hd, nh, nQ)
+			}
 			k = c.View(qkv, hd*nh*f32, []int64{hd, nhkv, nTok}, []int64{hd * f32, qkv.Nb(1)})
+			// v stays a strided view: set_rows reads it row by row (no
+			// copy, as llama.cpp's cpy_v)
 			v = c.View(qkv, (hd*nh+embdKV)*f32, []int64{embdKV, nTok}, []int64{qkv.Nb(1)})
-			v = c.Cont(v, embdKV, nTok)
 		} else {
-			q, k, v = g.matmul(c, l.Wq, h), g.matmul(c, l.Wk, h), g.matmul(c, l.Wv, h)
+			q, k, v = g.matmul(c, l.Wq, hq(h)), g.matmul(c, l.Wk, h), g.matmul(c, l.Wv, h)
 			if !l.Bq.Nil() {
 				q = c.Add(q, l.Bq)
 			}
@@ -242,14 +274,14 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			if !l.Bv.Nil() {
 				v = c.Add(v, l.Bv) // [embd_kv, n_tok]
 			}
-			q = c.Reshape(q, hd, nh, nTok)
+			q = c.Reshape(q, hd, nh, nQ)
 			k = c.Reshape(k, hd, nhkv, nTok)
 		}
 		if fam.QKNorm {
 			q, k = norm(q, l.QNorm), norm(k, l.KNorm)
 		}
 		rope.FreqBase, rope.FreqScale = cfg.ropeOf(il)
-		q = c.RopeExt(q, g.pos, freqs, &rope)
+		q = c.RopeExt(q, posQ, freqs, &rope)
 		k = c.RopeExt(k, g.pos, freqs, &rope)
 		if fam.QPreScale {
 			q = c.Scale(q, cfg.AttnScale)
@@ -261,17 +293,17 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 
 		// attend over the first nKV slots
 		kc, vc := g.cacheView(kv, il, cfg, nKV)
-		qp := c.Permute(q, 0, 2, 1, 3) // [hd, n_tok, n_head]
+		qp := c.Permute(q, 0, 2, 1, 3) // [hd, n_q, n_head]
 		var a kernels.Tensor
 		if flash {
 			if kc.Type() == kernels.GGMLTypeF32 {
 				kc, vc = c.Cast(kc, kernels.GGMLTypeF16), c.Cast(vc, kernels.GGMLTypeF16)
 			}
-			a = c.FlashAttnExtCap(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap) // [hd, n_head, n_tok]
+			a = c.FlashAttnExtCap(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap) // [hd, n_head, n_q]
 			c.SetPrecF32(a)
-			a = c.Reshape(a, hd*nh, nTok)
+			a = c.Reshape(a, hd*nh, nQ)
 		} else {
-			kq := c.MulMat(kc, qp) // [n_kv, n_tok, n_head]
+			kq := c.MulMat(kc, qp) // [n_kv, n_q, n_head]
 			c.SetPrecF32(kq)
 			if cfg.AttnSoftcap != 0 { // Gemma 2: cap·tanh(kq/cap)
 				kq = c.Scale(c.Tanh(c.Scale(kq, 1/cfg.AttnSoftcap)), cfg.AttnSoftcap)
@@ -281,15 +313,16 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 				vc = c.Cast(vc, kernels.GGMLTypeF32)
 			}
 			vt := c.Cont(c.Transpose(vc)) // [n_kv, hd, n_head_kv]
-			kqv := c.MulMat(vt, kq)       // [hd, n_tok, n_head]
-			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nTok)
+			kqv := c.MulMat(vt, kq)       // [hd, n_q, n_head]
+			a = c.Cont(c.Permute(kqv, 0, 2, 1, 3), hd*nh, nQ)
 		}
 		a = g.matmul(c, l.Wo, a)
 
 		if last(il) {
-			// only the rows that want logits go on
-			a = c.GetRows(a, g.outIDs)
-			x = c.GetRows(x, g.outIDs)
+			if !trimLastLayer {
+				a = c.GetRows(a, g.outIDs)
+			}
+			x = c.GetRows(x, g.outIDs) // the residual of those rows
 		}
 		if fam.PostNorms {
 			a = norm(a, l.PostAttnNorm)
@@ -338,6 +371,9 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 // ggml's for what they do not take).
 func (g *graph) matmul(c *kernels.GGMLContext, w, x kernels.Tensor) kernels.Tensor {
 	if g.ownKernels {
+		if p := g.own.lookup(w); p != nil {
+			return c.MulMatEdgellmQ4x4(w, x, p)
+		}
 		return c.MulMatEdgellm(w, x)
 	}
 	return c.MulMat(w, x)

@@ -293,8 +293,11 @@ func (s *Session) decode(p *pass, tokens []int32, want engine.LogitsMode) error 
 			fillSWAMask(g.maskSWA[r].Uint16s(), g.mask[r].Uint16s(), rg, key.nKVOf(r), s.n, nTok, s.cfg.NSWA)
 		}
 	}
-	if !g.outIDs.Nil() {
+	if !g.outIDs.Nil() { // nOut is 1 here: the last token
 		g.outIDs.Int32s()[0] = int32(nTok - 1)
+		if !g.outPos.Nil() {
+			g.outPos.Int32s()[0] = int32(s.n + nTok - 1)
+		}
 	}
 	if err := s.compute(g); err != nil {
 		for _, rg := range s.rings { // the batch's slots hold nothing valid now

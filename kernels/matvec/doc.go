@@ -32,6 +32,11 @@
 // in order; then a fixed fold), the same contract shape: batch-invariant
 // and bit-identical across scalar, AVX2 and AVX-512, for any k.
 //
+// For Q4_0 on AVX-512 VNNI CPUs there is also an interleaved layout of our
+// own (q4x4: rows in groups of 4, one 512-bit load of nibbles per block
+// feeding vpdpbusd for all 4 rows; PackQ4x4, MulQ4x4, Q4x4CFunc), bitwise
+// the plain-block kernels and faster at every n.
+//
 // Package kernels runs them inside ggml graphs as a custom op
 // (GGMLContext.MulMatEdgellm, CFunc, CFuncFloat); Mul and MulFloat run
 // them on goroutines for tests and benchmarks.

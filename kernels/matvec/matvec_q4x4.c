@@ -1,0 +1,219 @@
+// edgellm's interleaved Q4_0 layout (q4x4) and its AVX-512 VNNI kernel;
+// see matvec_q4x4.h for the layout and matvec.c / doc.go for the contract.
+// Per contract lane l of row r, block b:
+//   lane = vpdpbusd(-8*lanesum_l(a), nibbles, a)   (exact int32)
+//   acc  = fma((float)lane, f32(d_w)*f32(d_a), acc)
+// with lanes 0..3 (low nibbles) in one accumulator and 4..7 (high nibbles)
+// in another, then y = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)) as the
+// plain-block kernels sum: bitwise their result, so a graph may mix the two.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#include "matvec_q4x4.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define Q4X4_QK 32
+#define Q4X4_Q4_BYTES 18
+#define Q4X4_Q8_BYTES 34
+
+size_t emv_q4x4_group_bytes(int64_t k) {
+	size_t nb = (size_t)(k / Q4X4_QK);
+	return (nb * 72 + 63) & ~(size_t)63;
+}
+
+size_t emv_q4x4_size(int64_t rows, int64_t k) {
+	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0) return 0;
+	return (size_t)((rows + 3) / 4) * emv_q4x4_group_bytes(k);
+}
+
+int emv_q4x4_pack(const void *w, size_t ws, int64_t rows, int64_t k, int64_t g0, int64_t g1, void *dst) {
+	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || g0 < 0 || g1 < g0 || g1 > (rows + 3) / 4) return -1;
+	int nb = (int)(k / Q4X4_QK);
+	size_t gbytes = emv_q4x4_group_bytes(k);
+	for (int64_t g = g0; g < g1; g++) {
+		uint8_t *gp = (uint8_t *)dst + (size_t)g * gbytes;
+		memset(gp, 0, gbytes);
+		for (int i = 0; i < 4; i++) {
+			int64_t r = 4 * g + i;
+			if (r >= rows) break;
+			const uint8_t *wr = (const uint8_t *)w + (size_t)r * ws;
+			for (int b = 0; b < nb; b++) {
+				const uint8_t *blk = wr + (size_t)b * Q4X4_Q4_BYTES;
+				memcpy(gp + (size_t)nb * 64 + (size_t)b * 8 + 2 * i, blk, 2);
+				memcpy(gp + (size_t)b * 64 + 16 * i, blk + 2, 16);
+			}
+		}
+	}
+	return 0;
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define Q4X4_T __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define Q4X4_INLINE static inline __attribute__((always_inline))
+
+int emv_q4x4_available(void) {
+	static int ok = -1; // racy but idempotent
+	if (ok < 0) {
+		__builtin_cpu_init();
+		ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+		     __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+		     __builtin_cpu_supports("avx512vnni");
+	}
+	return ok;
+}
+
+// Per call and thread, for block b and activation row j (index b*n + j):
+// the int32 -8*lanesum of the 8 contract lanes (32 bytes) and the f32
+// activation scale da[b*n + j]. The activations themselves are read from
+// their Q8_0 blocks (a 16-byte broadcast per half block).
+Q4X4_T static void q4x4_prep(int nb, const uint8_t *a, size_t as, int n, float *da, uint8_t *scr) {
+	const __m256i ones = _mm256_set1_epi8(1);
+	for (int b = 0; b < nb; b++) {
+		for (int j = 0; j < n; j++) {
+			const uint8_t *ab = a + (size_t)j * as + (size_t)b * Q4X4_Q8_BYTES;
+			uint16_t h;
+			memcpy(&h, ab, 2);
+			da[(size_t)b * n + j] = _cvtsh_ss(h);
+			__m256i av = _mm256_loadu_si256((const __m256i *)(ab + 2));
+			__m256i ls = _mm256_sub_epi32(_mm256_setzero_si256(),
+			                              _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, av), 3));
+			_mm256_store_si256((__m256i *)(scr + ((size_t)b * n + j) * 32), ls);
+		}
+	}
+}
+
+// Groups [g, g+G) for N activation rows: the nibbles of each group and
+// block are loaded once, the activation parts once per block for all G.
+// Chunk L (128 bits) of a vector is row 4g+L: int32 lanes 0..3 are its
+// contract lanes 0..3 (low nibbles) in lo, 4..7 (high nibbles) in hi.
+Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int N,
+                                 const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,
+                                 size_t ldy, int64_t r0, int64_t r1) {
+	const __m512i m = _mm512_set1_epi8(0x0f);
+	const __m512i didx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+	__m512 lo[4][8], hi[4][8];
+	for (int gi = 0; gi < G; gi++)
+		for (int j = 0; j < N; j++) lo[gi][j] = hi[gi][j] = _mm512_setzero_ps();
+	const uint8_t *gp0 = p + (size_t)g * gbytes;
+	for (int b = 0; b < nb; b++) {
+		__m512i qlo[4], qhi[4];
+		__m512 dw[4];
+		for (int gi = 0; gi < G; gi++) {
+			const uint8_t *gp = gp0 + (size_t)gi * gbytes;
+			__m512i v = _mm512_loadu_si512((const void *)(gp + (size_t)b * 64));
+			qlo[gi] = _mm512_and_si512(v, m);
+			qhi[gi] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+			__m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(gp + (size_t)nb * 64 + (size_t)b * 8)));
+			dw[gi] = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(d4));
+		}
+		for (int j = 0; j < N; j++) {
+			const uint8_t *ab = a + (size_t)j * as + (size_t)b * Q4X4_Q8_BYTES + 2;
+			const uint8_t *s = scr + ((size_t)b * N + j) * 32;
+			__m512i alo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ab));
+			__m512i ahi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(ab + 16)));
+			__m512i xlo = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)s));
+			__m512i xhi = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(s + 16)));
+			__m512 daj = _mm512_set1_ps(da[(size_t)b * N + j]);
+			for (int gi = 0; gi < G; gi++) {
+				__m512 sc = _mm512_mul_ps(dw[gi], daj);
+				lo[gi][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(xlo, qlo[gi], alo)), sc, lo[gi][j]);
+				hi[gi][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(xhi, qhi[gi], ahi)), sc, hi[gi][j]);
+			}
+		}
+	}
+	const __m512i ridx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+	for (int gi = 0; gi < G; gi++) {
+		int64_t rb = 4 * (g + gi);
+		for (int j = 0; j < N; j++) {
+			// lane l of chunk L: v_l = a_l + a_{l+4}; then (v0+v2) + (v1+v3).
+			__m512 v = _mm512_add_ps(lo[gi][j], hi[gi][j]);
+			__m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
+			t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+			__m128 r = _mm512_castps512_ps128(_mm512_permutexvar_ps(ridx, t));
+			float *yj = y + (size_t)j * ldy;
+			if (rb >= r0 && rb + 4 <= r1) {
+				_mm_storeu_ps(yj + rb, r);
+			} else {
+				float o[4];
+				_mm_storeu_ps(o, r);
+				for (int i = 0; i < 4; i++)
+					if (rb + i >= r0 && rb + i < r1) yj[rb + i] = o[i];
+			}
+		}
+	}
+}
+
+typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,
+                        const float *, float *, size_t, int64_t, int64_t);
+
+// One function per n: GN groups per pass (more independent chains when n
+// is small), then single groups.
+#define Q4X4_FN(N, GN)                                                                                          \
+	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
+	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
+	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
+		int64_t g = g0;                                                                                     \
+		for (; g + GN <= g1; g += GN) q4x4_body(p, gbytes, nb, g, GN, N, a, as, scr, da, y, ldy, r0, r1);        \
+		for (; g < g1; g++) q4x4_body(p, gbytes, nb, g, 1, N, a, as, scr, da, y, ldy, r0, r1);                   \
+	}
+Q4X4_FN(1, 4)
+Q4X4_FN(2, 2)
+Q4X4_FN(3, 2)
+Q4X4_FN(4, 2)
+Q4X4_FN(5, 1)
+Q4X4_FN(6, 1)
+Q4X4_FN(7, 1)
+Q4X4_FN(8, 1)
+static const q4x4_fn q4x4_tab[8] = {q4x4_n1, q4x4_n2, q4x4_n3, q4x4_n4, q4x4_n5, q4x4_n6, q4x4_n7, q4x4_n8};
+
+// Per-thread scratch (grown, never shrunk).
+static __thread uint8_t *q4x4_scratch;
+static __thread size_t q4x4_scratch_cap;
+
+static uint8_t *q4x4_scratch_get(size_t bytes) {
+	if (bytes > q4x4_scratch_cap) {
+		free(q4x4_scratch);
+		size_t cap = (bytes + 4095) & ~(size_t)4095;
+		q4x4_scratch = aligned_alloc(64, cap);
+		q4x4_scratch_cap = q4x4_scratch ? cap : 0;
+	}
+	return q4x4_scratch;
+}
+
+int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
+                    int64_t n, float *y, size_t ldy) {
+	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
+	if (!emv_q4x4_available()) return -2;
+	if (r0 == r1) return 0;
+	int nb = (int)(k / Q4X4_QK);
+	size_t gbytes = emv_q4x4_group_bytes(k);
+	int64_t g0 = r0 / 4, g1 = (r1 + 3) / 4;
+	// Scratch for the largest chunk of rows: MaxN * nb * (32 + 4) bytes.
+	uint8_t *scr = q4x4_scratch_get((size_t)(n < 8 ? n : 8) * nb * 36 + 64);
+	if (!scr) return -2;
+	for (int64_t j0 = 0; j0 < n; j0 += 8) {
+		int nn = (int)(n - j0 < 8 ? n - j0 : 8);
+		const uint8_t *aj = (const uint8_t *)a + (size_t)j0 * as;
+		float *da = (float *)(scr + (size_t)nn * nb * 32);
+		q4x4_prep(nb, aj, as, nn, da, scr);
+		q4x4_tab[nn - 1]((const uint8_t *)p, gbytes, nb, g0, g1, aj, as, scr, da, y + (size_t)j0 * ldy, ldy, r0, r1);
+	}
+	return 0;
+}
+#else
+int emv_q4x4_available(void) { return 0; }
+
+int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
+                    int64_t n, float *y, size_t ldy) {
+	(void)p, (void)a, (void)as, (void)y, (void)ldy;
+	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
+	return -2;
+}
+#endif
