@@ -55,7 +55,7 @@ LDFLAGS    := -X github.com/edgellm/edgellm/internal/buildinfo.Version=$(VERSION
 SHARED     ?= $(or $(EDGELLM_SHARED),$(abspath $(firstword $(wildcard shared ../shared ../../shared))))
 TEST_FLAGS ?= -timeout 20m
 
-.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm bench-probe scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
+.PHONY: all build browser test bench bench-families bench-precision bench-activations bench-warm-start bench-ksm bench-ksm-serve bench-probe scenario-cpu scenario-cpu-long soak demo policies check env fuzz clean deps cgo-check lib serve-page-vendor serve-sdk
 
 all: build
 
@@ -122,6 +122,7 @@ bench: build policies
 	$(MAKE) bench-activations
 	$(MAKE) bench-warm-start
 	$(MAKE) bench-ksm
+	$(MAKE) bench-ksm-serve
 	$(MAKE) scenario-cpu-long
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 256 -r 4
 	./$(BIN) bench --spin-sweep --engine native -t 2 -n 64 -r 2 --hogs 2
@@ -166,13 +167,26 @@ bench-activations: build
 	  case $$s in llama3.2-1b|tinyllama-1.1b) ./$(BIN) bench --activations --frag -m $$dir/m.gguf -p 256 -n 1792 -t 2 || exit 1;; esac; \
 	  rm -f $$dir/m.gguf; done
 
-# Shared anchors (issue #29.4): 8 sessions of stories260K with one 512-token
-# system prompt as anchors; switches KSM on (needs root and a writable
-# /sys/kernel/mm/ksm, skipped otherwise), restores its knobs, and logs
-# pages_sharing, the zones' and the process's PSS and ksmd's CPU. The same
-# test runs in make test.
+# Shared anchors (issue #29.4): 8 sessions of stories260K in one process,
+# and 4 child processes of one session each (Options.ShareAnchors), with
+# one 512-token system prompt as anchors; switches KSM on (needs root and a
+# writable /sys/kernel/mm/ksm, skipped otherwise), restores its knobs, and
+# logs pages_sharing, the zones' and the processes' PSS and ksmd's CPU.
+# The same tests run in make test.
 bench-ksm: build
-	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^TestSharedAnchorsKSM$$' ./internal/native
+	EDGELLM_SHARED=$(SHARED) $(GO) test -count=1 -v -run '^TestSharedAnchorsKSM' ./internal/native
+
+# Shared anchors across processes (issue #29.4): 8 `serve` processes with
+# one 512-token system prompt as --anchors, without and with
+# --share-anchors: pages_sharing, each process's PSS, ksmd's CPU, on
+# stories260K and the SYNTHETIC TinyLlama 1.1B shape (Q4_0, written to a
+# temp dir and removed). Needs root and a writable /sys/kernel/mm/ksm
+# (says so and skips otherwise); restores every KSM knob.
+bench-ksm-serve: build
+	EDGELLM_SHARED=$(SHARED) scripts/bench-ksm-serve.sh ./$(BIN) $(SHARED)/models/stories260K.gguf
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  ./$(BIN) synth --shape tinyllama-1.1b --type q4_0 -o $$dir/m.gguf 2>/dev/null && \
+	  EDGELLM_SHARED=$(SHARED) scripts/bench-ksm-serve.sh ./$(BIN) $$dir/m.gguf 8 256 64 1024 1
 
 # Planted-fact retrieval probe (issue #29.2): decay-merge against drop on the
 # SYNTHETIC llama3.2-1b shape (Q4_0, written to a temp dir and removed),

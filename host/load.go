@@ -56,6 +56,15 @@ type LoadOptions struct {
 	// BatchInvariance; repacked matrices and other types keep ggml's). The
 	// llamacpp engine has only ggml's: "edgellm" there is an error.
 	Kernels string
+	// ShareAnchors, on the native engine, advises every session's KV
+	// anchor zones (the pages of the first anchors positions: system
+	// prompt, BOS) MADV_MERGEABLE even when the session is the engine's
+	// only one, so the kernel's samepage merging (KSM, when switched on)
+	// can keep one copy of identical anchors across processes: one
+	// `serve` per process. Off, they are advised only while two or more
+	// sessions of the engine are open. The llamacpp engine has no anchor
+	// zones: an error there.
+	ShareAnchors bool
 	// Notices receives one-line notices (engine fallback); nil discards them.
 	Notices io.Writer
 }
@@ -151,6 +160,9 @@ func Load(path string, opts LoadOptions) (Engine, error) {
 	}
 	if opts.Kernels == "edgellm" {
 		return nil, fmt.Errorf("%s: LoadOptions.Kernels \"edgellm\" needs the native engine", first)
+	}
+	if opts.ShareAnchors {
+		return nil, fmt.Errorf("%s: LoadOptions.ShareAnchors needs the native engine (llama.cpp's KV has no anchor zones)", first)
 	}
 	if len(opts.LayerSets) > 0 {
 		return nil, fmt.Errorf("%s: layer sets (per-layer precision) need the native engine and a model of a family it runs", first)

@@ -14,9 +14,9 @@ import (
 func init() {
 	nativeLoader = func(path string, opts LoadOptions) (Engine, error) {
 		if len(opts.Tiers) > 0 { // set i = tier i; path is tier StartTier
-			return native.Load(opts.Tiers[0], native.Options{ExtraSets: opts.Tiers[1:], Tiers: true, StartTier: opts.StartTier, Repack: opts.Repack, RepackLayers: opts.RepackLayers, WillNeedLayers: opts.WillNeedLayers, Kernels: opts.Kernels})
+			return native.Load(opts.Tiers[0], native.Options{ExtraSets: opts.Tiers[1:], Tiers: true, StartTier: opts.StartTier, Repack: opts.Repack, RepackLayers: opts.RepackLayers, WillNeedLayers: opts.WillNeedLayers, Kernels: opts.Kernels, ShareAnchors: opts.ShareAnchors})
 		}
-		return native.Load(path, native.Options{ExtraSets: opts.LayerSets, Repack: opts.Repack, RepackLayers: opts.RepackLayers, WillNeedLayers: opts.WillNeedLayers, Kernels: opts.Kernels})
+		return native.Load(path, native.Options{ExtraSets: opts.LayerSets, Repack: opts.Repack, RepackLayers: opts.RepackLayers, WillNeedLayers: opts.WillNeedLayers, Kernels: opts.Kernels, ShareAnchors: opts.ShareAnchors})
 	}
 }
 

@@ -100,6 +100,7 @@ type runOptions struct {
 	att             host.Attention
 	sampling        host.SamplingParams
 	plan            swapPlan
+	shareAnchors    bool // serve --share-anchors (host.LoadOptions.ShareAnchors)
 	specOptions     `koanf:",squash"`
 	manifestOptions `koanf:",squash"`
 }

@@ -64,7 +64,7 @@ func loadRunModel(c *cmdEnv, o *runOptions) (host.Engine, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, WillNeedLayers: wn, Kernels: o.Kernels, Notices: c.Stderr})
+	eng, err := host.Load(path, host.LoadOptions{Engine: o.Engine, Tiers: o.Tiers, StartTier: o.Tier, NoMmap: o.NoMmap, Repack: o.Repack, RepackLayers: rl, LayerSets: o.LayerSets, WillNeedLayers: wn, Kernels: o.Kernels, ShareAnchors: o.shareAnchors, Notices: c.Stderr})
 	if err != nil {
 		return nil, "", cliLoadError(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +21,7 @@ func init() {
 	register(&command{
 		Name:    "serve",
 		Summary: "an OpenAI-compatible HTTP server (/v1/completions, /v1/chat/completions) with the policy live",
-		Usage:   "[-m MODEL] [--policy P] [--sensors S] [--addr 127.0.0.1:8080]",
+		Usage:   "[-m MODEL] [--policy P] [--sensors S] [--addr 127.0.0.1:8080] [--window W --anchors A [--share-anchors]]",
 		Flags: func(fs *pflag.FlagSet) {
 			addModelFlag(fs)
 			fs.String("addr", "127.0.0.1:8080", "listen address (loopback by default: say 0.0.0.0:PORT to serve the network)")
@@ -44,7 +46,8 @@ func init() {
 			addTierFlags(fs)
 			addPolicyFlags(fs)
 			addLayerSetFlags(fs)
-			addEvictFlag(fs)
+			addWindowFlags(fs)
+			fs.Bool("share-anchors", false, "advise the KV anchor pages (--anchors: the system prompt) mergeable even in a lone session, so the kernel's samepage merging (KSM, /sys/kernel/mm/ksm/run) can keep one copy across serve processes with the same system prompt (native engine)")
 			fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file")
 			addServeHookFlags(fs)
 			addVerboseFlag(fs)
@@ -67,6 +70,7 @@ type serveOptions struct {
 	RequestTimeout   time.Duration `koanf:"request-timeout"`
 	MaxBody          int64         `koanf:"max-body"`
 	DefaultMaxTokens int           `koanf:"default-max-tokens"`
+	ShareAnchors     bool          `koanf:"share-anchors"`
 }
 
 type serveRunOptions struct {
@@ -100,9 +104,13 @@ func runServe(c *cmdEnv, args []string) error {
 	if err := ro.sampling.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	if ro.Evict != "" && ro.Evict != "drop" && !ro.policyOptions.enabled() {
-		return usagef("--evict %s needs --policy (serve's KV window is the policy's)", ro.Evict)
+	if ro.Evict != "" && ro.Evict != "drop" && !ro.policyOptions.enabled() && !ro.windowOptions.set() {
+		return usagef("--evict %s needs --window or --policy", ro.Evict)
 	}
+	if o.ShareAnchors && ro.Engine == "llamacpp" {
+		return usagef("--share-anchors: the llamacpp engine has no KV anchor pages (use --engine native)")
+	}
+	ro.shareAnchors = o.ShareAnchors
 	host.SetLog(c.Stderr, logLevel(ro.Verbose))
 	modelPath := ""
 	if len(ro.Tiers) > 0 {
@@ -123,8 +131,11 @@ func runServe(c *cmdEnv, args []string) error {
 		return err
 	}
 	defer sess.Close()
-	if err := applyEvict(c, ro.windowOptions, eng, sess, true); err != nil {
+	if err := applyWindow(c, ro.windowOptions, eng, sess, ro.Ctx, ro.policyOptions.enabled()); err != nil {
 		return err
+	}
+	if o.ShareAnchors {
+		noteShareAnchors(c, ro)
 	}
 	var adapter *host.Adapter
 	desc := "none"
@@ -147,7 +158,7 @@ func runServe(c *cmdEnv, args []string) error {
 		SensorSource: sensorSource(ro.Sensors),
 		WriteTimeout: o.WriteTimeout, StreamBuffer: o.StreamBuffer, NoPrefixReuse: o.NoPrefixReuse,
 		Sampling: ro.sampling, NCtx: min(ro.Ctx, eng.Info().NCtxTrain), EngineName: eng.Name(), PolicyDesc: desc,
-		KVType: fmt.Sprint(ro.kv),
+		KVType: fmt.Sprint(ro.kv), Window: ro.minWindow(), Anchors: ro.Anchors,
 	}
 	if hooks != nil {
 		hooks.begin(adapter)
@@ -205,6 +216,38 @@ func listenAndServe(c *cmdEnv, o serveOptions, srv *serve.Server, hasTmpl bool) 
 		err = nil
 	}
 	return err
+}
+
+// ksmRun is the kernel's samepage-merging switch.
+const ksmRun = "/sys/kernel/mm/ksm/run"
+
+// noteShareAnchors says what --share-anchors does here: nothing without
+// anchors, nothing until KSM is switched on.
+func noteShareAnchors(c *cmdEnv, ro runOptions) {
+	switch b, err := os.ReadFile(ksmRun); {
+	case ro.Anchors == 0 && !ro.policyOptions.enabled():
+		c.Logf("note: --share-anchors without --anchors: the session has no anchor pages to share")
+	case err != nil:
+		c.Logf("note: --share-anchors: %v (KSM may be missing: anchor pages are advised mergeable, nothing merges without it)", err)
+	case strings.TrimSpace(string(b)) != "1":
+		c.Logf("KV anchor pages advised mergeable (--share-anchors); KSM is off (%s = %s): nothing merges until it is 1", ksmRun, strings.TrimSpace(string(b)))
+	default:
+		c.Logf("KV anchor pages advised mergeable (--share-anchors); KSM is on")
+	}
+}
+
+// minWindow is the smallest KV window of the window flags (0: none), for
+// prefix reuse (serve.Config.Window). applyWindow has validated them.
+func (o windowOptions) minWindow() int {
+	m := o.Window
+	if o.LayerWindows != "" {
+		for _, p := range strings.Split(o.LayerWindows, ",") {
+			if w, err := strconv.Atoi(strings.TrimSpace(p)); err == nil && w > 0 {
+				m = min(m, w)
+			}
+		}
+	}
+	return m
 }
 
 // modelID is the model's file name without .gguf.

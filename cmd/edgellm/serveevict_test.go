@@ -47,8 +47,8 @@ func startServe(t *testing.T, args ...string) (string, *lockedBuffer) {
 // TestServeEvictFlag (issue #29): serve --evict merge sets the session's
 // eviction mode for the policy's KV window: a request's decode steps read
 // it back from host.EvictSetter (the policy's sensors, shown on /metrics),
-// and --evict drop shows drop; without --policy (serve has no window of
-// its own) --evict merge is one usage line.
+// and --evict drop shows drop; without --policy or --window --evict merge
+// is one usage line.
 func TestServeEvictFlag(t *testing.T) {
 	model := sharedtest.Stories260K(t)
 	wasm := buildPolicy(t, "default")
@@ -77,7 +77,7 @@ func TestServeEvictFlag(t *testing.T) {
 		}
 	}
 	_, errs, code := runCLI(t, "serve", "-m", model, "--evict", "merge", "--addr", "127.0.0.1:0")
-	if code != 2 || !strings.Contains(errs, "--evict merge needs --policy") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+	if code != 2 || !strings.Contains(errs, "--evict merge needs --window or --policy") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 		t.Errorf("serve --evict merge without --policy: exit %d, %q", code, errs)
 	}
 }

@@ -17,7 +17,9 @@ import (
 // at the same addresses (memfd.Buffer.Privatize: the ggml tensors and
 // every slice into the arena stay valid), and advised MADV_MERGEABLE while
 // more than one session of the engine is open (MADV_UNMERGEABLE when one
-// is left). See RATIONALE.md, "Shared anchors".
+// is left), or always with Options.ShareAnchors: KSM compares contents,
+// so identical anchors in other processes (one `serve` each) merge too.
+// See RATIONALE.md, "Shared anchors".
 
 // anchorZone returns the bytes at the start of each region that hold
 // anchor cells only: floor(anchors·RowK / page) pages. A partly filled
@@ -96,10 +98,11 @@ func (a *KVArena) SetMergeable(on bool) error {
 }
 
 // openSessions is an engine's registry of open sessions: their anchor
-// zones are mergeable while there are at least two.
+// zones are mergeable while there are at least two, or always.
 type openSessions struct {
-	mu   sync.Mutex
-	list []*Session
+	mu     sync.Mutex
+	list   []*Session
+	always bool // Options.ShareAnchors: other processes may hold the same anchors
 }
 
 // add registers s and advises every session's zones when s is the second.
@@ -111,7 +114,7 @@ func (o *openSessions) add(s *Session) error {
 }
 
 // remove unregisters s; the one left, if only one is, gets its zones
-// unmerged.
+// unmerged (unless always).
 func (o *openSessions) remove(s *Session) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -124,7 +127,7 @@ func (o *openSessions) remove(s *Session) error {
 	return o.adviseLocked()
 }
 
-func (o *openSessions) mergeable() bool { return len(o.list) > 1 }
+func (o *openSessions) mergeable() bool { return o.always || len(o.list) > 1 }
 
 func (o *openSessions) adviseLocked() error {
 	var first error

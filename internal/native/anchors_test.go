@@ -124,11 +124,13 @@ func slicesEqual(a, b []float32) bool {
 // TestSharedAnchorsKSM (issue #29.4): eight sessions of stories260K with
 // one 512-token system prompt as anchors. Their anchor zones are advised
 // mergeable as soon as two sessions are open; with KSM switched on
-// (skipped where /sys/kernel/mm/ksm/run cannot be written) pages_sharing
-// rises by (N-1) × the zone pages of a session, the zones' PSS falls from
-// N copies to one, and the process's PSS (smaps_rollup) drops; closing
-// all but one session advises the last one unmergeable and pages_sharing
-// goes back. Waits are bounded by ksmd's full-scan counter.
+// (skipped where /sys/kernel/mm/ksm/run cannot be written) every zone
+// page is merged (/proc/self/ksm_merging_pages; where the kernel lacks it,
+// pages_sharing rises by (N-1) × the zone pages of a session), the zones'
+// PSS falls from N copies to one, and the process's PSS (smaps_rollup)
+// drops; closing all but one session advises the last one unmergeable
+// and none of its pages stays merged. Waits are bounded by ksmd's
+// full-scan counter.
 func TestSharedAnchorsKSM(t *testing.T) {
 	e, toks := storiesText(t)
 	sys := toks[:512]
@@ -172,9 +174,22 @@ func TestSharedAnchorsKSM(t *testing.T) {
 	ticks0, t0 := ksmdTicks(), time.Now()
 	k.write("run", "1")
 	want := (n - 1) * zonePages
-	got, scans := k.waitSharing(base+want, 8)
+	// This process's merged pages (pages_sharing is machine-wide: other
+	// processes using KSM meanwhile move it), or pages_sharing where the
+	// kernel has no per-process count.
+	_, perProc := mergingPages("self")
+	var mine, scans int64
+	if perProc {
+		scans = k.until(func() bool { mine, _ = mergingPages("self"); return mine >= n*zonePages }, 8)
+	} else {
+		_, scans = k.waitSharing(base+want, 8)
+	}
+	got := k.read("pages_sharing")
 	ticks1, wall := ksmdTicks(), time.Since(t0)
-	if got-base < want {
+	if perProc && mine < n*zonePages {
+		t.Fatalf("%d of this process's pages merged in %d full scans, want all %d zone pages (%d × %d)", mine, scans, n*zonePages, n, zonePages)
+	}
+	if !perProc && got-base < want {
 		t.Fatalf("pages_sharing rose by %d in %d full scans, want %d ((N-1) × %d zone pages)", got-base, scans, want, zonePages)
 	}
 	if pss0 != n*zoneKBs {
@@ -182,11 +197,12 @@ func TestSharedAnchorsKSM(t *testing.T) {
 	}
 	rss1, pss1 := zoneKB(t, arenas)
 	roll1 := ownPSS(t)
-	t.Logf("%d sessions, %d zone pages each: pages_sharing +%d after %d full scans; zones PSS %d → %d kB (RSS %d kB); process PSS (anon+shmem) %d → %d kB; ksmd CPU %d ticks (1/100 s) in %v",
-		n, zonePages, got-base, scans, pss0, pss1, rss1, roll0, roll1, ticks1-ticks0, wall.Round(time.Millisecond))
+	t.Logf("%d sessions, %d zone pages each: %d pages of the process merged; pages_sharing +%d (machine-wide) after %d full scans; zones PSS %d → %d kB (RSS %d kB); process PSS (anon+shmem) %d → %d kB; ksmd CPU %d ticks (1/100 s) in %v",
+		n, zonePages, mine, got-base, scans, pss0, pss1, rss1, roll0, roll1, ticks1-ticks0, wall.Round(time.Millisecond))
 	// One copy left: each merged page's PSS is split over its n mappings
-	// (smaps rounds each VMA's sum down to a kB).
-	if pss1 > zoneKBs+2*int64(e.w.Config.NLayer)*n || pss1 < zoneKBs-2*int64(e.w.Config.NLayer)*n {
+	// (smaps rounds each VMA's sum down to a kB), or over more when other
+	// processes on the machine hold the same anchors.
+	if pss1 > zoneKBs+2*int64(e.w.Config.NLayer)*n {
 		t.Fatalf("after KSM: zones' PSS %d kB, want about %d (one copy)", pss1, zoneKBs)
 	}
 	if drop := roll0 - roll1; drop < (n-1)*zoneKBs/2 {
@@ -198,6 +214,14 @@ func TestSharedAnchorsKSM(t *testing.T) {
 	}
 	if ss[0].kv.Mergeable() {
 		t.Fatal("one session left: still mergeable")
+	}
+	if perProc { // ksmd drops the unmapped and unmergeable pages from its count as it scans
+		var m int64
+		scans = k.until(func() bool { m, _ = mergingPages("self"); return m == 0 }, 8)
+		if m != 0 {
+			t.Fatalf("one session left: %d pages of this process still merged after %d full scans", m, scans)
+		}
+		return
 	}
 	got, scans = k.wait(func(v int64) bool { return v <= base }, 8)
 	if got > base {

@@ -73,6 +73,12 @@ type Options struct {
 	// types, larger batches (prefill) and repacked matrices (ggml's
 	// interleaved layout) keep ggml's kernels.
 	Kernels string
+	// ShareAnchors advises every session's anchor zones MADV_MERGEABLE
+	// whatever the number of open sessions, so the kernel's samepage
+	// merging (KSM) can merge them with identical anchors in other
+	// processes (one `serve` per process). Off: they are advised only
+	// while two or more sessions of this engine are open (anchors.go).
+	ShareAnchors bool
 }
 
 // Options.Kernels values.
@@ -203,6 +209,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		headers = append(headers, h)
 	}
 	e := &Engine{opts: opts}
+	e.open.always = opts.ShareAnchors
 	ok := false
 	defer func() {
 		if !ok {

@@ -104,25 +104,46 @@ func (k *ksm) waitSharing(want int64, maxScans int64) (got, scans int64) {
 // scans as waitSharing.
 func (k *ksm) wait(done func(int64) bool, maxScans int64) (got, scans int64) {
 	k.t.Helper()
+	scans = k.until(func() bool { got = k.read("pages_sharing"); return done(got) }, maxScans)
+	return got, scans
+}
+
+// until polls done until it holds or maxScans full scans have completed
+// since the call (then it asks done once more: the last scan may have
+// merged), and returns the full scans it took. A stalled ksmd (no scan
+// completing for a minute) fails.
+func (k *ksm) until(done func() bool, maxScans int64) (scans int64) {
+	k.t.Helper()
 	start := k.read("full_scans")
 	last, lastT := start, time.Now()
 	for {
-		got = k.read("pages_sharing")
 		fs := k.read("full_scans")
-		if done(got) || fs-start >= maxScans {
-			// One more read after the bound: the last scan may have merged.
-			if !done(got) {
-				got = k.read("pages_sharing")
+		if done() || fs-start >= maxScans {
+			if fs-start >= maxScans {
+				done()
 			}
-			return got, fs - start
+			return fs - start
 		}
 		if fs != last {
 			last, lastT = fs, time.Now()
 		} else if time.Since(lastT) > time.Minute {
-			k.t.Fatalf("KSM: ksmd completed no full scan in a minute (full_scans %d, pages_sharing %d): no mergeable memory registered?", fs, got)
+			k.t.Fatalf("KSM: ksmd completed no full scan in a minute (full_scans %d): no mergeable memory registered?", fs)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// mergingPages is how many of process pid's pages are merged by KSM
+// (/proc/PID/ksm_merging_pages, Linux 6.1+; "self" for this process): a
+// per-process count, unlike pages_sharing, which every process on the
+// machine using KSM moves. ok is false where the file is missing.
+func mergingPages(pid string) (n int64, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "ksm_merging_pages"))
+	if err != nil {
+		return 0, false
+	}
+	n, err = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
 }
 
 // ksmdTicks is ksmd's CPU time (utime+stime, clock ticks of 1/100 s on
@@ -151,21 +172,36 @@ func ksmdTicks() int64 {
 	return -1
 }
 
-// zoneKB sums Rss and Pss (kB) of this process's VMAs that overlap the
-// anchor zones of arenas (each zone is a private anonymous VMA of its own).
-func zoneKB(t testing.TB, arenas []*KVArena) (rss, pss int64) {
-	t.Helper()
-	type span struct{ lo, hi uint64 }
-	var zs []span
+// vmaSpan is an address range [lo, hi).
+type vmaSpan struct{ lo, hi uint64 }
+
+// zoneSpans are the anchor zones of arenas (each zone is a private
+// anonymous VMA of its own).
+func zoneSpans(arenas []*KVArena) []vmaSpan {
+	var zs []vmaSpan
 	for _, a := range arenas {
 		base := uint64(uintptrOf(a.mem.Bytes()))
 		for il := range a.K {
 			for _, off := range []int64{a.kOff[il], a.vOff[il]} {
-				zs = append(zs, span{base + uint64(off), base + uint64(off+a.zone)})
+				zs = append(zs, vmaSpan{base + uint64(off), base + uint64(off+a.zone)})
 			}
 		}
 	}
-	f, err := os.Open("/proc/self/smaps")
+	return zs
+}
+
+// zoneKB sums Rss and Pss (kB) of this process's VMAs that overlap the
+// anchor zones of arenas.
+func zoneKB(t testing.TB, arenas []*KVArena) (rss, pss int64) {
+	t.Helper()
+	return spansKB(t, "/proc/self/smaps", zoneSpans(arenas))
+}
+
+// spansKB sums Rss and Pss (kB) of the VMAs in smaps (a /proc/PID/smaps)
+// that overlap zs.
+func spansKB(t testing.TB, smaps string, zs []vmaSpan) (rss, pss int64) {
+	t.Helper()
+	f, err := os.Open(smaps)
 	if err != nil {
 		t.Skipf("smaps: %v", err)
 	}

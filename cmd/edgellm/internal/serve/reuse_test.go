@@ -107,3 +107,29 @@ func TestChatPrefixReuseDefaultPolicy(t *testing.T) {
 	}
 	t.Logf("turn 2: %d of %d prompt tokens reused under the default policy", ext.ReusedTokens, c2.Usage.PromptTokens)
 }
+
+// Without a policy, the window serve set itself (Config.Window, Anchors:
+// serve --window --anchors) bounds prefix reuse the same way: a prompt
+// diverging before the evicted positions keeps only the anchors, and
+// the response says why.
+func TestPrefixReuseUnderFixedWindow(t *testing.T) {
+	ts := newTestServer(t, testOptions{noStart: true, cfg: Config{Window: 16, Anchors: 4}})
+	w := ts.worker
+	ws, ok := w.sess.(host.WindowSetter)
+	if !ok {
+		t.Skipf("the %T session has no KV window", w.sess)
+	}
+	if err := ws.SetWindow(4, 16); err != nil {
+		t.Fatal(err)
+	}
+	prompt := make([]int32, 40)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%200)
+	}
+	runJob(t, w, prompt, 4)
+	div := append(append([]int32{}, prompt[:30]...), 500, 501)
+	res := runJob(t, w, div, 4)
+	if res.reused != 4 || res.reuseLost != 26 || res.reuseNote == "" {
+		t.Errorf("diverging at 30 under window 16: reused %d lost %d (note %q), want 4 (the anchors), 26", res.reused, res.reuseLost, res.reuseNote)
+	}
+}

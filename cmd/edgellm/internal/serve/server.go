@@ -97,6 +97,12 @@ type Config struct {
 	// NoPrefixReuse prefills every prompt in full (benchmarks: the cost
 	// that prefix reuse saves).
 	NoPrefixReuse bool
+	// Window and Anchors are the KV window the session was given without a
+	// policy (serve --window/--anchors; Window is the smallest of
+	// --layer-windows): prefix reuse keeps only the anchors of a prompt
+	// that diverges before what the window has evicted, as under a
+	// policy's window. 0: no window. A policy's decision overrides them.
+	Window, Anchors int
 	// Logf, if set, logs server events (a policy bundle swapped in from
 	// the inbox).
 	Logf func(format string, args ...any)
@@ -148,7 +154,8 @@ func New(cfg Config, eng host.Engine, sess host.Session, a *host.Adapter) *Serve
 	}
 	h := newHub()
 	s := &Server{cfg: cfg, vocab: eng.Vocab(), nCtx: cfg.NCtx, chat: NewChatFormatter(cfg.ChatTemplate), hub: h, started: time.Now(),
-		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: newJobQueue(cfg.Queue), hub: h, onToken: cfg.OnToken, logf: cfg.Logf, noReuse: cfg.NoPrefixReuse}}
+		worker: &worker{sess: sess, vocab: eng.Vocab(), adapter: a, nLayer: eng.Info().NLayer, queue: newJobQueue(cfg.Queue), hub: h, onToken: cfg.OnToken, logf: cfg.Logf, noReuse: cfg.NoPrefixReuse,
+			window: fixedWindow(cfg)}}
 	if a != nil {
 		s.worker.stats.Current = a.Current()
 		s.worker.stats.Revision = uint64(a.Revision())

@@ -74,6 +74,7 @@ type worker struct {
 	onToken func(n int, tok int32) error // Config.OnToken (nil: none)
 	logf    func(string, ...any)         // Config.Logf (nil: none)
 	noReuse bool                         // Config.NoPrefixReuse
+	window  abi.Decision                 // Config.Window/Anchors: the KV window without a policy
 
 	// Owned by the worker goroutine.
 	cached []int32 // the tokens whose KV the session holds, in order
@@ -139,7 +140,7 @@ func (w *worker) do(j *job) jobResult {
 	res.reused, res.reuseLost = keep, lost
 	if lost > 0 {
 		res.reuseNote = fmt.Sprintf("%d common-prefix tokens prefilled again: the KV window (%d) had evicted positions they need (the session held %d)",
-			lost, minWindow(w.adapter.Current(), w.nLayer), w.sess.Len()) // lost > 0 only under a policy
+			lost, minWindow(w.windowDecision(), w.nLayer), w.sess.Len()) // lost > 0 only under a window
 	}
 	gen := host.GenerateOptions{NPredict: j.nPredict, Sampling: j.sampling}
 	if w.adapter != nil {
@@ -227,11 +228,21 @@ func (w *worker) reusable(prompt []int32) (keep, lost int) {
 	if w.noReuse {
 		return 0, 0
 	}
-	var d abi.Decision // no policy: no window
+	return w.reusableUnder(prompt, w.windowDecision())
+}
+
+// fixedWindow is Config.Window and Anchors as a decision's window.
+func fixedWindow(cfg Config) abi.Decision {
+	return abi.Decision{Window: int32(cfg.Window), Anchors: int32(cfg.Anchors)}
+}
+
+// windowDecision holds the KV window in force: the policy's, or without
+// one the window serve set (Config.Window; zero: none).
+func (w *worker) windowDecision() abi.Decision {
 	if w.adapter != nil {
-		d = w.adapter.Current()
+		return w.adapter.Current()
 	}
-	return w.reusableUnder(prompt, d)
+	return w.window
 }
 
 func (w *worker) reusableUnder(prompt []int32, d abi.Decision) (keep, lost int) {
