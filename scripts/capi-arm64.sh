@@ -37,17 +37,7 @@ model=$shared/models/stories260K.gguf
 cc=${CROSS_ARM64_CC:-aarch64-linux-gnu-gcc}
 command -v "${cc%% *}" >/dev/null 2>&1 ||
   die "cross compiler '$cc' not found (Debian: apt-get install gcc-aarch64-linux-gnu, or set CROSS_ARM64_CC)"
-qemu=${QEMU_ARM64:-}
-if [ -z "$qemu" ]; then
-  for q in qemu-aarch64 qemu-aarch64-static; do
-    if command -v "$q" >/dev/null 2>&1; then qemu=$q; break; fi
-  done
-fi
-[ -n "$qemu" ] && command -v "$qemu" >/dev/null 2>&1 ||
-  die "${qemu:-qemu-aarch64} not found (Debian: apt-get install qemu-user, or set QEMU_ARM64)"
-sysroot=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
-[ -e "$sysroot/lib/ld-linux-aarch64.so.1" ] ||
-  die "arm64 sysroot $sysroot has no lib/ld-linux-aarch64.so.1 (Debian: apt-get install libc6-arm64-cross, or set QEMU_LD_PREFIX)"
+. "$(dirname "$0")/qemu-arm64.sh"
 cpu=${QEMU_CPU:-cortex-a76}
 
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -19,6 +19,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec.h"
+#include "emv_fp16.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,25 +28,6 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-
-static inline float emv_h2f(const uint8_t *p) {
-	uint16_t h;
-	memcpy(&h, p, 2);
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	float f;
-	if (exp == 0) {
-		f = (float)man * 5.9604644775390625e-8f; // man * 2^-24, exact
-		memcpy(&bits, &f, 4);
-		bits |= sign;
-	} else if (exp == 31) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else {
-		bits = sign | ((exp + 112) << 23) | (man << 13);
-	}
-	memcpy(&f, &bits, 4);
-	return f;
-}
 
 // f32 -> fp16, round to nearest even (what ggml's GGML_FP32_TO_FP16 gives).
 static inline uint16_t emv_f2h(float f) {

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "matvec.h"
+#include "emv_fp16.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -34,27 +35,8 @@
 
 // ---- scalar reference (also the path off x86) ----
 
-static inline float emvf_h2f(const uint8_t *p) {
-	uint16_t h;
-	memcpy(&h, p, 2);
-	uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	float f;
-	if (exp == 0) {
-		f = (float)man * 5.9604644775390625e-8f; // man * 2^-24, exact
-		memcpy(&bits, &f, 4);
-		bits |= sign;
-	} else if (exp == 31) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else {
-		bits = sign | ((exp + 112) << 23) | (man << 13);
-	}
-	memcpy(&f, &bits, 4);
-	return f;
-}
-
 static inline float emvf_w(int t, const uint8_t *wr, int64_t i) {
-	if (t == EMV_F16) return emvf_h2f(wr + 2 * i);
+	if (t == EMV_F16) return emv_h2f(wr + 2 * i);
 	float f;
 	memcpy(&f, wr + 4 * i, 4);
 	return f;
