@@ -150,15 +150,7 @@ func TestBatchInvariant(t *testing.T) {
 		for _, sh := range shapes {
 			w, _ := weights(rng, ty, sh.rows, sh.k)
 			x := activations(rng, MaxN, sh.k)
-			a, _ := NewActivations(sh.k)
-			single := make([][]float32, MaxN)
-			for j := range single {
-				_ = a.Set(x[j*sh.k : (j+1)*sh.k])
-				single[j] = make([]float32, sh.rows)
-				if err := Mul(Scalar, ty, w, sh.rows, a, single[j], 1); err != nil {
-					t.Fatal(err)
-				}
-			}
+			a, single := singleRows(t, ty, w, sh.rows, sh.k, x)
 			for n := 1; n <= MaxN; n++ {
 				_ = a.Set(x[:n*sh.k])
 				for _, impl := range Available() {
@@ -266,4 +258,26 @@ func TestMulDoesNotAllocate(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per call, want 0", n)
 	}
+}
+
+// singleRows computes each of the MaxN activation rows of x alone with the
+// scalar kernel (the reference every batched call must equal bitwise) and
+// returns the activations it used with the results.
+func singleRows(t *testing.T, ty Type, w []byte, rows, k int, x []float32) (*Activations, [][]float32) {
+	t.Helper()
+	a, err := NewActivations(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := make([][]float32, MaxN)
+	for j := range single {
+		if err := a.Set(x[j*k : (j+1)*k]); err != nil {
+			t.Fatal(err)
+		}
+		single[j] = make([]float32, rows)
+		if err := Mul(Scalar, ty, w, rows, a, single[j], 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, single
 }

@@ -23,15 +23,7 @@ func TestQ4x4Bitwise(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := activations(rng, MaxN, sh.k)
-		a, _ := NewActivations(sh.k)
-		single := make([][]float32, MaxN)
-		for j := range single {
-			_ = a.Set(x[j*sh.k : (j+1)*sh.k])
-			single[j] = make([]float32, sh.rows)
-			if err := Mul(Scalar, Q4_0, w, sh.rows, a, single[j], 1); err != nil {
-				t.Fatal(err)
-			}
-		}
+		a, single := singleRows(t, Q4_0, w, sh.rows, sh.k, x)
 		for n := 1; n <= MaxN; n++ {
 			_ = a.Set(x[:n*sh.k])
 			for threads := 1; threads <= 4; threads++ {
