@@ -132,6 +132,18 @@ func (c *ksmChild) zoneKB(t *testing.T) (rss, pss int64) {
 }
 
 // ownPSS is the child's Pss_Anon + Pss_Shmem (kB; see ownPSS).
+// readChildren sums the children's zone RSS and PSS (kB) and returns each
+// child's own PSS (anon+shmem, kB).
+func readChildren(t *testing.T, cs []*ksmChild) (rss, pss int64, own []int64) {
+	own = make([]int64, len(cs))
+	for i, c := range cs {
+		r, p := c.zoneKB(t)
+		rss, pss = rss+r, pss+p
+		own[i] = c.ownPSS(t)
+	}
+	return rss, pss, own
+}
+
 func (c *ksmChild) ownPSS(t *testing.T) int64 {
 	t.Helper()
 	f := fmt.Sprintf("/proc/%d/smaps_rollup", c.cmd.Process.Pid)
@@ -170,13 +182,7 @@ func TestSharedAnchorsKSMProcesses(t *testing.T) {
 	}
 	ps := int64(os.Getpagesize())
 	zoneKBs := zonePages * ps / 1024
-	var pss0, rss0 int64
-	roll0 := make([]int64, n)
-	for i, c := range cs {
-		r, p := c.zoneKB(t)
-		rss0, pss0 = rss0+r, pss0+p
-		roll0[i] = c.ownPSS(t)
-	}
+	rss0, pss0, roll0 := readChildren(t, cs)
 	if pss0 != n*zoneKBs {
 		t.Fatalf("before KSM: zones' PSS %d kB over %d children, want %d × %d", pss0, n, n, zoneKBs)
 	}
@@ -216,13 +222,7 @@ func TestSharedAnchorsKSMProcesses(t *testing.T) {
 	} else if got-base < want {
 		t.Fatalf("pages_sharing rose by %d in %d full scans, want %d ((N-1) × %d zone pages)", got-base, scans, want, zonePages)
 	}
-	var pss1, rss1 int64
-	roll1 := make([]int64, n)
-	for i, c := range cs {
-		r, p := c.zoneKB(t)
-		rss1, pss1 = rss1+r, pss1+p
-		roll1[i] = c.ownPSS(t)
-	}
+	rss1, pss1, roll1 := readChildren(t, cs)
 	t.Logf("%d processes, %d zone pages each: merged pages per child %v; pages_sharing +%d (want %d, machine-wide) after %d full scans; zones PSS %d → %d kB (RSS %d → %d kB); children's PSS (anon+shmem) %v → %v kB; ksmd CPU %d ticks (1/100 s) in %v",
 		n, zonePages, merged, got-base, want, scans, pss0, pss1, rss0, rss1, roll0, roll1, ticks1-ticks0, wall.Round(time.Millisecond))
 	// One copy left (or less, when other processes on the machine hold the
