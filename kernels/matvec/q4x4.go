@@ -2,6 +2,7 @@ package matvec
 
 /*
 #include "matvec_q4x4.h"
+#include "matvec_q4x4_avx2.h"
 */
 import "C"
 
@@ -21,9 +22,34 @@ type Q4x4 struct {
 	rows, k int
 }
 
-// Q4x4Available reports whether this CPU runs the q4x4 kernel (AVX-512
-// F/BW/VL/DQ + VNNI); elsewhere the plain-block kernels are the path.
-func Q4x4Available() bool { return C.emv_q4x4_available() != 0 }
+// Q4x4Available reports whether this CPU runs a q4x4 kernel (AVX-512
+// F/BW/VL/DQ + VNNI, or AVX2 + FMA + F16C: Q4x4Impl); elsewhere the
+// plain-block kernels are the path.
+func Q4x4Available() bool { return C.emv_q4x4_usable() != 0 }
+
+// Q4x4Impl is the q4x4 kernel emv_q4x4_matvec runs on this CPU, chosen at
+// run time: AVX512VNNI where present, else AVX2 (Scalar: none).
+func Q4x4Impl() Impl {
+	switch {
+	case C.emv_q4x4_avx2_selected() != 0:
+		return AVX2
+	case C.emv_q4x4_available() != 0:
+		return AVX512VNNI
+	}
+	return Scalar
+}
+
+// ForceQ4x4AVX2 is for tests only: on, every q4x4 call in the process
+// (MulQ4x4 and the ggml custom op alike) runs the AVX2 kernel where AVX2
+// is present, so an AVX-512 machine tests the AVX2 path. Not for use
+// while calls run.
+func ForceQ4x4AVX2(on bool) {
+	v := C.int(0)
+	if on {
+		v = 1
+	}
+	C.emv_q4x4_force_avx2(v)
+}
 
 // Q4x4Size is the size of the q4x4 copy of a rows x k Q4_0 matrix (0 when
 // k is not a positive multiple of QK or rows < 1).
