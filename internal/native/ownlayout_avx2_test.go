@@ -1,0 +1,28 @@
+package native
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/edgellm/edgellm/kernels/matvec"
+)
+
+// TestOwnLayoutQ4x4AVX2: the engine-level q4x4 tests with the AVX2 q4x4
+// kernel forced (what an AVX2-only CPU runs; matvec.ForceQ4x4AVX2), so this
+// AVX-512 machine checks it too: the q4x4 copies are read and give the
+// plain-block kernels' logits bitwise (TestOwnLayoutQ4x4), verify rows are
+// bitwise the single steps (TestOwnKernelsBatchInvariant), and greedy text
+// is ggml's (TestOwnKernelsGreedy).
+func TestOwnLayoutQ4x4AVX2(t *testing.T) {
+	if !slices.Contains(matvec.Available(), matvec.AVX2) {
+		t.Skip("q4x4 AVX2 kernel needs AVX2+FMA+F16C")
+	}
+	matvec.ForceQ4x4AVX2(true)
+	defer matvec.ForceQ4x4AVX2(false)
+	if matvec.Q4x4Impl() != matvec.AVX2 {
+		t.Fatalf("forced: Q4x4Impl %v", matvec.Q4x4Impl())
+	}
+	t.Run("layout", TestOwnLayoutQ4x4)
+	t.Run("batch-invariant", TestOwnKernelsBatchInvariant)
+	t.Run("greedy", TestOwnKernelsGreedy)
+}
