@@ -4,7 +4,9 @@
 //   q    = [low nibbles | high nibbles]        (a 128-bit broadcast load,
 //          shifted by 0 / 4 per half and masked: no shuffle port)
 //   lane = madd(maddubs(q, a), 1) - 8*lanesum(a)   (exact int32: the u8 x s8
-//          pairs are at most 15*128*2 < 2^15, so maddubs never saturates)
+//          pairs are at most 15*128*2 < 2^15, so maddubs never saturates;
+//          with AVX-VNNI, chosen at run time: vpdpbusd(-8*lanesum(a), q, a),
+//          the same integers)
 //   acc  = fma((float)lane, f32(d_w)*f32(d_a), acc)
 // then y = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)): bitwise the plain-block
 // kernels and the AVX-512 q4x4 kernel. R rows of a group share each loaded
@@ -26,14 +28,30 @@
 #define Q4A_Q8_BYTES 34
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define Q4A_T __attribute__((target("avx2,fma,f16c")))
+#define Q4A_T_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define Q4A_INLINE static inline __attribute__((always_inline))
 
-static int q4a_forced;
+static int q4a_forced; // 0: run-time choice; 1: AVX2 (maddubs); 2: AVX2 with AVX-VNNI
 
-void emv_q4x4_force_avx2(int on) { q4a_forced = on != 0; }
+void emv_q4x4_force_avx2(int mode) { q4a_forced = mode == 1 || mode == 2 ? mode : 0; }
+
+int emv_q4x4_avxvnni_available(void) {
+	static int ok = -1; // racy but idempotent
+	if (ok < 0) {
+		unsigned a, b, c, d;
+		ok = 0;
+		// CPUID leaf 7 subleaf 1: EAX bit 4 is AVX-VNNI.
+		if (emv_q4x4_avx2_available() && __get_cpuid_max(0, 0) >= 7) {
+			__cpuid_count(7, 1, a, b, c, d);
+			ok = (a >> 4) & 1;
+		}
+	}
+	return ok;
+}
 
 int emv_q4x4_avx2_available(void) {
 	static int ok = -1; // racy but idempotent
@@ -77,65 +95,78 @@ Q4A_T Q4A_INLINE float q4a_hsum(__m256 acc) {
 }
 
 // Rows i0..i0+R-1 of group gp (first row index rb), N activation rows.
-Q4A_T Q4A_INLINE void q4a_body(const uint8_t *gp, int nb, int i0, int R, int N, const uint8_t *a, size_t as,
-                               const uint8_t *scr, const float *da, float *y, size_t ldy, int64_t rb, int64_t r0,
-                               int64_t r1) {
-	const __m256i m = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-	const __m256i sh = _mm256_set_epi64x(4, 4, 0, 0);
-	__m256 acc[4][8];
-	for (int i = 0; i < R; i++)
-		for (int j = 0; j < N; j++) acc[i][j] = _mm256_setzero_ps();
-	for (int b = 0; b < nb; b++) {
-		__m256i q[4];
-		__m256 dw[4];
-		for (int i = 0; i < R; i++) {
-			__m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(gp + (size_t)b * 64 + 16 * (i0 + i))));
-			q[i] = _mm256_and_si256(_mm256_srlv_epi64(v, sh), m);
-			uint16_t h;
-			memcpy(&h, gp + (size_t)nb * 64 + (size_t)b * 8 + 2 * (i0 + i), 2);
-			dw[i] = _mm256_set1_ps(_cvtsh_ss(h));
-		}
-		for (int j = 0; j < N; j++) {
-			__m256i av = _mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * Q4A_Q8_BYTES + 2));
-			__m256i x = _mm256_load_si256((const __m256i *)(scr + ((size_t)b * N + j) * 32));
-			__m256 daj = _mm256_set1_ps(da[(size_t)b * N + j]);
-			for (int i = 0; i < R; i++) {
-				__m256i lane = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q[i], av), ones), x);
-				acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane), _mm256_mul_ps(dw[i], daj), acc[i][j]);
-			}
-		}
+// Q4A_LANE is the exact int32 lane of row i (q[i]) and activation av:
+// maddubs + madd, or AVX-VNNI's vpdpbusd (the same integers).
+#define Q4A_LANE_AVX2 _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q[i], av), ones), x)
+#define Q4A_LANE_VNNI _mm256_dpbusd_avx_epi32(x, q[i], av)
+#define Q4A_BODY(SUF, TARGET, LANE)                                                                              \
+	TARGET Q4A_INLINE void q4a_body_##SUF(const uint8_t *gp, int nb, int i0, int R, int N, const uint8_t *a,      \
+	                                      size_t as, const uint8_t *scr, const float *da, float *y, size_t ldy,  \
+	                                      int64_t rb, int64_t r0, int64_t r1) {                                  \
+		const __m256i m = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);                                  \
+		const __m256i sh = _mm256_set_epi64x(4, 4, 0, 0);                                                       \
+		(void)ones;                                                                                             \
+		__m256 acc[4][8];                                                                                       \
+		for (int i = 0; i < R; i++)                                                                             \
+			for (int j = 0; j < N; j++) acc[i][j] = _mm256_setzero_ps();                                        \
+		for (int b = 0; b < nb; b++) {                                                                          \
+			__m256i q[4];                                                                                       \
+			__m256 dw[4];                                                                                       \
+			for (int i = 0; i < R; i++) {                                                                       \
+				__m256i v = _mm256_broadcastsi128_si256(                                                        \
+				    _mm_loadu_si128((const __m128i *)(gp + (size_t)b * 64 + 16 * (i0 + i))));                   \
+				q[i] = _mm256_and_si256(_mm256_srlv_epi64(v, sh), m);                                           \
+				uint16_t h;                                                                                     \
+				memcpy(&h, gp + (size_t)nb * 64 + (size_t)b * 8 + 2 * (i0 + i), 2);                             \
+				dw[i] = _mm256_set1_ps(_cvtsh_ss(h));                                                           \
+			}                                                                                                   \
+			for (int j = 0; j < N; j++) {                                                                       \
+				__m256i av = _mm256_loadu_si256((const __m256i *)(a + (size_t)j * as + (size_t)b * Q4A_Q8_BYTES + 2)); \
+				__m256i x = _mm256_load_si256((const __m256i *)(scr + ((size_t)b * N + j) * 32));               \
+				__m256 daj = _mm256_set1_ps(da[(size_t)b * N + j]);                                             \
+				for (int i = 0; i < R; i++) {                                                                   \
+					__m256i lane = LANE;                                                                        \
+					acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lane), _mm256_mul_ps(dw[i], daj), acc[i][j]); \
+				}                                                                                               \
+			}                                                                                                   \
+		}                                                                                                       \
+		for (int i = 0; i < R; i++) {                                                                           \
+			if (rb + i < r0 || rb + i >= r1) continue;                                                          \
+			for (int j = 0; j < N; j++) y[(size_t)j * ldy + rb + i] = q4a_hsum(acc[i][j]);                      \
+		}                                                                                                       \
 	}
-	for (int i = 0; i < R; i++) {
-		if (rb + i < r0 || rb + i >= r1) continue;
-		for (int j = 0; j < N; j++) y[(size_t)j * ldy + rb + i] = q4a_hsum(acc[i][j]);
-	}
-}
 
 typedef void (*q4a_fn)(const uint8_t *, size_t, int, const uint8_t *, size_t, const uint8_t *, const float *,
                        float *, size_t, int64_t, int64_t);
 
 // One function per n: R rows of a group per pass (R*N <= 8 accumulators).
-#define Q4A_FN(N, R)                                                                                        \
-	Q4A_T static void q4a_n##N(const uint8_t *p, size_t gbytes, int nb, const uint8_t *a, size_t as,          \
-	                           const uint8_t *scr, const float *da, float *y, size_t ldy, int64_t r0,         \
-	                           int64_t r1) {                                                                  \
+#define Q4A_FN(SUF, TARGET, N, R)                                                                           \
+	TARGET static void q4a_n##N##_##SUF(const uint8_t *p, size_t gbytes, int nb, const uint8_t *a, size_t as,  \
+	                                    const uint8_t *scr, const float *da, float *y, size_t ldy, int64_t r0, \
+	                                    int64_t r1) {                                                          \
 		for (int64_t g = r0 / 4; g < (r1 + 3) / 4; g++) {                                                   \
 			const uint8_t *gp = p + (size_t)g * gbytes;                                                     \
 			for (int i0 = 0; i0 < 4; i0 += R) {                                                             \
 				int64_t rb = 4 * g + i0;                                                                    \
-				if (rb + R > r0 && rb < r1) q4a_body(gp, nb, i0, R, N, a, as, scr, da, y, ldy, rb, r0, r1); \
+				if (rb + R > r0 && rb < r1)                                                                 \
+					q4a_body_##SUF(gp, nb, i0, R, N, a, as, scr, da, y, ldy, rb, r0, r1);                   \
 			}                                                                                               \
 		}                                                                                                   \
 	}
-Q4A_FN(1, 4)
-Q4A_FN(2, 4)
-Q4A_FN(3, 2)
-Q4A_FN(4, 2)
-Q4A_FN(5, 1)
-Q4A_FN(6, 1)
-Q4A_FN(7, 1)
-Q4A_FN(8, 1)
-static const q4a_fn q4a_tab[8] = {q4a_n1, q4a_n2, q4a_n3, q4a_n4, q4a_n5, q4a_n6, q4a_n7, q4a_n8};
+#define Q4A_KERNEL(SUF, TARGET, LANE)                                                                       \
+	Q4A_BODY(SUF, TARGET, LANE)                                                                             \
+	Q4A_FN(SUF, TARGET, 1, 4)                                                                               \
+	Q4A_FN(SUF, TARGET, 2, 4)                                                                               \
+	Q4A_FN(SUF, TARGET, 3, 2)                                                                               \
+	Q4A_FN(SUF, TARGET, 4, 2)                                                                               \
+	Q4A_FN(SUF, TARGET, 5, 1)                                                                               \
+	Q4A_FN(SUF, TARGET, 6, 1)                                                                               \
+	Q4A_FN(SUF, TARGET, 7, 1)                                                                               \
+	Q4A_FN(SUF, TARGET, 8, 1)                                                                               \
+	static const q4a_fn q4a_tab_##SUF[8] = {q4a_n1_##SUF, q4a_n2_##SUF, q4a_n3_##SUF, q4a_n4_##SUF,         \
+	                                        q4a_n5_##SUF, q4a_n6_##SUF, q4a_n7_##SUF, q4a_n8_##SUF};
+Q4A_KERNEL(avx2, Q4A_T, Q4A_LANE_AVX2)
+Q4A_KERNEL(vnni, Q4A_T_VNNI, Q4A_LANE_VNNI)
 
 // Per-thread scratch (grown, never shrunk).
 static __thread uint8_t *q4a_scratch;
@@ -160,18 +191,20 @@ int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int
 	size_t gbytes = emv_q4x4_group_bytes(k);
 	uint8_t *scr = q4a_scratch_get((size_t)(n < 8 ? n : 8) * nb * 36 + 64);
 	if (!scr) return -2;
+	int vnni = q4a_forced ? q4a_forced == 2 && emv_q4x4_avxvnni_available() : emv_q4x4_avxvnni_available();
 	for (int64_t j0 = 0; j0 < n; j0 += 8) {
 		int nn = (int)(n - j0 < 8 ? n - j0 : 8);
 		const uint8_t *aj = (const uint8_t *)a + (size_t)j0 * as;
 		float *da = (float *)(scr + (size_t)nn * nb * 32);
 		q4a_prep(nb, aj, as, nn, da, scr);
-		q4a_tab[nn - 1]((const uint8_t *)p, gbytes, nb, aj, as, scr, da, y + (size_t)j0 * ldy, ldy, r0, r1);
+		(vnni ? q4a_tab_vnni : q4a_tab_avx2)[nn - 1]((const uint8_t *)p, gbytes, nb, aj, as, scr, da, y + (size_t)j0 * ldy, ldy, r0, r1);
 	}
 	return 0;
 }
 #else
-void emv_q4x4_force_avx2(int on) { (void)on; }
+void emv_q4x4_force_avx2(int mode) { (void)mode; }
 int emv_q4x4_avx2_available(void) { return 0; }
+int emv_q4x4_avxvnni_available(void) { return 0; }
 int emv_q4x4_usable(void) { return emv_q4x4_available(); }
 int emv_q4x4_avx2_selected(void) { return 0; }
 

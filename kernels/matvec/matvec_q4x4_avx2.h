@@ -8,6 +8,10 @@
 // emv_q4x4_avx2_available reports AVX2 + FMA + F16C.
 int emv_q4x4_avx2_available(void);
 
+// emv_q4x4_avxvnni_available reports AVX2 + FMA + F16C + AVX-VNNI (the
+// kernel then takes vpdpbusd ymm for its int32 lanes: the same integers).
+int emv_q4x4_avxvnni_available(void);
+
 // emv_q4x4_usable reports whether either q4x4 kernel runs on this CPU.
 int emv_q4x4_usable(void);
 
@@ -15,9 +19,11 @@ int emv_q4x4_usable(void);
 // kernel: on CPUs without AVX-512 VNNI, or when a test forced it.
 int emv_q4x4_avx2_selected(void);
 
-// emv_q4x4_force_avx2 (tests only): nonzero makes emv_q4x4_matvec run the
-// AVX2 kernel where AVX2 is present, whatever else the CPU has.
-void emv_q4x4_force_avx2(int on);
+// emv_q4x4_force_avx2 (tests only): mode 1 makes emv_q4x4_matvec run the
+// AVX2 kernel with maddubs+madd lanes where AVX2 is present, mode 2 the
+// same with AVX-VNNI lanes where that is present (else mode 1's), whatever
+// else the CPU has; 0 restores the run-time choice.
+void emv_q4x4_force_avx2(int mode);
 
 // emv_q4x4_matvec_avx2 is emv_q4x4_matvec (same arguments and results)
 // with the AVX2 kernel.

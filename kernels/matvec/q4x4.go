@@ -40,16 +40,27 @@ func Q4x4Impl() Impl {
 }
 
 // ForceQ4x4AVX2 is for tests only: on, every q4x4 call in the process
-// (MulQ4x4 and the ggml custom op alike) runs the AVX2 kernel where AVX2
-// is present, so an AVX-512 machine tests the AVX2 path. Not for use
+// (MulQ4x4 and the ggml custom op alike) runs the AVX2 kernel with
+// maddubs+madd lanes where AVX2 is present, so an AVX-512 or AVX-VNNI
+// machine tests that path; off restores the run-time choice. Not for use
 // while calls run.
-func ForceQ4x4AVX2(on bool) {
-	v := C.int(0)
-	if on {
-		v = 1
+func ForceQ4x4AVX2(on bool) { forceQ4x4(on, 1) }
+
+// ForceQ4x4AVXVNNI is ForceQ4x4AVX2 for the AVX2 kernel's AVX-VNNI lanes
+// (where the CPU has AVX-VNNI: Q4x4AVXVNNIAvailable; elsewhere the
+// maddubs lanes).
+func ForceQ4x4AVXVNNI(on bool) { forceQ4x4(on, 2) }
+
+func forceQ4x4(on bool, mode C.int) {
+	if !on {
+		mode = 0
 	}
-	C.emv_q4x4_force_avx2(v)
+	C.emv_q4x4_force_avx2(mode)
 }
+
+// Q4x4AVXVNNIAvailable reports whether the AVX2 q4x4 kernel can take
+// AVX-VNNI's vpdpbusd ymm (it does, when chosen, on such CPUs).
+func Q4x4AVXVNNIAvailable() bool { return C.emv_q4x4_avxvnni_available() != 0 }
 
 // Q4x4Size is the size of the q4x4 copy of a rows x k Q4_0 matrix (0 when
 // k is not a positive multiple of QK or rows < 1).

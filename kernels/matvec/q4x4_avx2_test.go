@@ -8,19 +8,29 @@ import (
 	"testing"
 )
 
-// withQ4x4AVX2 runs f with the AVX2 q4x4 kernel forced (skipping where
-// AVX2 is absent) and checks that the force took.
+// withQ4x4AVX2 runs f with the AVX2 q4x4 kernel forced, once with its
+// maddubs lanes and, where the CPU has AVX-VNNI, once with vpdpbusd ymm
+// (skipping where AVX2 is absent), and checks that the force took.
 func withQ4x4AVX2(t testing.TB, f func()) {
 	t.Helper()
 	if !slices.Contains(Available(), AVX2) {
 		t.Skip("q4x4 AVX2 kernel needs AVX2+FMA+F16C")
 	}
-	ForceQ4x4AVX2(true)
-	defer ForceQ4x4AVX2(false)
-	if Q4x4Impl() != AVX2 || !Q4x4Available() {
-		t.Fatalf("forced: Q4x4Impl %v, Q4x4Available %v", Q4x4Impl(), Q4x4Available())
+	forces := []func(bool){ForceQ4x4AVX2}
+	if Q4x4AVXVNNIAvailable() {
+		forces = append(forces, ForceQ4x4AVXVNNI)
 	}
-	f()
+	for _, force := range forces {
+		force(true)
+		if Q4x4Impl() != AVX2 || !Q4x4Available() {
+			force(false)
+			t.Fatalf("forced: Q4x4Impl %v, Q4x4Available %v", Q4x4Impl(), Q4x4Available())
+		}
+		func() {
+			defer force(false)
+			f()
+		}()
+	}
 }
 
 // TestQ4x4AVX2Bitwise: the AVX2 q4x4 kernel (forced, so an AVX-512 machine
@@ -171,40 +181,58 @@ func TestQ4x4AVX2DoesNotAllocate(t *testing.T) {
 	})
 }
 
-// BenchmarkQ4x4AVX2VsPlain: the AVX2 q4x4 kernel ÷ the plain-block AVX2
-// kernel on the matrix of BenchmarkQ4x4VsPlain (8192 x 2048 Q4_0, 9.4 MB),
-// both timed in one process, interleaved, minimum of each (LOADED
-// machines: the ratio is the figure, not the times).
+// BenchmarkQ4x4AVX2VsPlain: the AVX2 q4x4 kernel (maddubs lanes, and
+// AVX-VNNI lanes where present) ÷ the plain-block AVX2 kernel on the
+// matrix of BenchmarkQ4x4VsPlain (8192 x 2048 Q4_0, 9.4 MB), all timed in
+// one process, interleaved, minimum of each (LOADED machines: the ratios
+// are the figures, not the times).
 func BenchmarkQ4x4AVX2VsPlain(b *testing.B) {
-	withQ4x4AVX2(b, func() {
-		rng := rand.New(rand.NewSource(9))
-		const rows, k = 8192, 2048
-		w, _ := weights(rng, Q4_0, rows, k)
-		p, _ := PackQ4x4(w, rows, k)
-		a, _ := NewActivations(k)
-		y := make([]float32, MaxN*rows)
-		x := activations(rng, MaxN, k)
-		for _, n := range []int{1, 2, 4, 8} {
-			b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-				_ = a.Set(x[:n*k])
-				var plain, ours float64
-				for i := 0; i < b.N; i++ {
+	if !slices.Contains(Available(), AVX2) {
+		b.Skip("q4x4 AVX2 kernel needs AVX2+FMA+F16C")
+	}
+	defer ForceQ4x4AVX2(false)
+	rng := rand.New(rand.NewSource(9))
+	const rows, k = 8192, 2048
+	w, _ := weights(rng, Q4_0, rows, k)
+	p, _ := PackQ4x4(w, rows, k)
+	a, _ := NewActivations(k)
+	y := make([]float32, MaxN*rows)
+	x := activations(rng, MaxN, k)
+	vnni := Q4x4AVXVNNIAvailable()
+	for _, n := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			_ = a.Set(x[:n*k])
+			var best [3]float64 // plain blocks, q4x4 maddubs, q4x4 AVX-VNNI
+			for i := 0; i < b.N; i++ {
+				for v := range best {
 					t0 := nowNs()
-					_ = Mul(AVX2, Q4_0, w, rows, a, y, 1)
-					t1 := nowNs()
-					_ = MulQ4x4(p, a, y, 1)
-					t2 := nowNs()
-					if d := float64(t1 - t0); plain == 0 || d < plain {
-						plain = d
+					switch v {
+					case 0:
+						_ = Mul(AVX2, Q4_0, w, rows, a, y, 1)
+					case 1:
+						ForceQ4x4AVX2(true)
+						t0 = nowNs()
+						_ = MulQ4x4(p, a, y, 1)
+					case 2:
+						if !vnni {
+							continue
+						}
+						ForceQ4x4AVXVNNI(true)
+						t0 = nowNs()
+						_ = MulQ4x4(p, a, y, 1)
 					}
-					if d := float64(t2 - t1); ours == 0 || d < ours {
-						ours = d
+					if d := float64(nowNs() - t0); best[v] == 0 || d < best[v] {
+						best[v] = d
 					}
 				}
-				b.ReportMetric(float64(len(w))/plain, "GB/s-plain")
-				b.ReportMetric(float64(len(w))/ours, "GB/s-q4x4")
-				b.ReportMetric(plain/ours, "speedup")
-			})
-		}
-	})
+			}
+			b.ReportMetric(float64(len(w))/best[0], "GB/s-plain")
+			b.ReportMetric(float64(len(w))/best[1], "GB/s-q4x4")
+			b.ReportMetric(best[0]/best[1], "speedup")
+			if vnni {
+				b.ReportMetric(float64(len(w))/best[2], "GB/s-q4x4vnni")
+				b.ReportMetric(best[0]/best[2], "speedup-vnni")
+			}
+		})
+	}
 }
