@@ -12,17 +12,29 @@ import (
 // AVX-512 machine checks it too: the q4x4 copies are read and give the
 // plain-block kernels' logits bitwise (TestOwnLayoutQ4x4), verify rows are
 // bitwise the single steps (TestOwnKernelsBatchInvariant), and greedy text
-// is ggml's (TestOwnKernelsGreedy).
+// is ggml's (TestOwnKernelsGreedy). Where the CPU has AVX-VNNI, the first
+// two run again with the kernel's AVX-VNNI lanes (bitwise the maddubs
+// ones, so greedy text follows).
 func TestOwnLayoutQ4x4AVX2(t *testing.T) {
 	if !slices.Contains(matvec.Available(), matvec.AVX2) {
 		t.Skip("q4x4 AVX2 kernel needs AVX2+FMA+F16C")
 	}
-	matvec.ForceQ4x4AVX2(true)
-	defer matvec.ForceQ4x4AVX2(false)
-	if matvec.Q4x4Impl() != matvec.AVX2 {
-		t.Fatalf("forced: Q4x4Impl %v", matvec.Q4x4Impl())
+	forces := map[string]func(bool){"maddubs": matvec.ForceQ4x4AVX2}
+	if matvec.Q4x4AVXVNNIAvailable() {
+		forces["avxvnni"] = matvec.ForceQ4x4AVXVNNI
 	}
-	t.Run("layout", TestOwnLayoutQ4x4)
-	t.Run("batch-invariant", TestOwnKernelsBatchInvariant)
-	t.Run("greedy", TestOwnKernelsGreedy)
+	for name, force := range forces {
+		t.Run(name, func(t *testing.T) {
+			force(true)
+			defer force(false)
+			if matvec.Q4x4Impl() != matvec.AVX2 {
+				t.Fatalf("forced: Q4x4Impl %v", matvec.Q4x4Impl())
+			}
+			t.Run("layout", TestOwnLayoutQ4x4)
+			t.Run("batch-invariant", TestOwnKernelsBatchInvariant)
+			if name == "maddubs" {
+				t.Run("greedy", TestOwnKernelsGreedy)
+			}
+		})
+	}
 }
