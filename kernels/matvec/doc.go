@@ -32,10 +32,14 @@
 // in order; then a fixed fold), the same contract shape: batch-invariant
 // and bit-identical across scalar, AVX2 and AVX-512, for any k.
 //
-// For Q4_0 on AVX-512 VNNI CPUs there is also an interleaved layout of our
-// own (q4x4: rows in groups of 4, one 512-bit load of nibbles per block
-// feeding vpdpbusd for all 4 rows; PackQ4x4, MulQ4x4, Q4x4CFunc), bitwise
-// the plain-block kernels and faster at every n.
+// For Q4_0 on x86-64 there is also an interleaved layout of our own (q4x4:
+// rows in groups of 4, one 512-bit load of nibbles per block feeding
+// vpdpbusd for all 4 rows; PackQ4x4, MulQ4x4, Q4x4CFunc), bitwise the
+// plain-block kernels. Its kernel is chosen at run time (Q4x4Impl): AVX-512
+// VNNI where present, else AVX2+FMA+F16C (matvec_q4x4_avx2.c: one row's 8
+// lanes per ymm from a 128-bit broadcast of its nibbles; maddubs+madd
+// lanes, or AVX-VNNI's vpdpbusd ymm where present). ForceQ4x4AVX2 and
+// ForceQ4x4AVXVNNI let tests run the AVX2 kernel on any AVX2 CPU.
 //
 // Package kernels runs them inside ggml graphs as a custom op
 // (GGMLContext.MulMatEdgellm, CFunc, CFuncFloat); Mul and MulFloat run
