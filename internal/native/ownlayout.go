@@ -103,6 +103,15 @@ func newOwnLayouts(sets []*Weights) (*ownLayouts, error) {
 				defer wg.Done()
 				for i := g; i < len(ts); i += workers {
 					ps[i], errs[i] = kernels.NewEdgellmQ4x4(ts[i], unsafe.Pointer(&mem[offs[i]]))
+					// Every batch size reads the copy (prefill included), so the
+					// mapped original is dropped from the process as repack
+					// drops its sources, matrix by matrix: clean page cache,
+					// reclaimable, not counted twice in the RSS (a stray read
+					// faults it back in from the file). The tied embedding
+					// stays: get_rows reads it.
+					if errs[i] == nil && (w.TokEmbd.Nil() || ts[i].Data() != w.TokEmbd.Data()) {
+						w.dropMapped(ts[i].Data(), ts[i].Nbytes())
+					}
 				}
 			}()
 		}
@@ -119,16 +128,6 @@ func newOwnLayouts(sets []*Weights) (*ownLayouts, error) {
 		}
 		o.stats.Tensors += len(ts)
 		o.stats.Bytes += size
-		// Every batch size now reads the copies (prefill included), so the
-		// mapped originals are dropped from the process as repack drops its
-		// sources: clean page cache, reclaimable, not counted twice in the
-		// RSS (a stray read faults them back in from the file). The tied
-		// embedding stays: get_rows reads it.
-		for _, t := range ts {
-			if w.TokEmbd.Nil() || t.Data() != w.TokEmbd.Data() {
-				w.dropMapped(t.Data(), t.Nbytes())
-			}
-		}
 	}
 	if len(o.byPtr) == 0 {
 		return nil, nil
