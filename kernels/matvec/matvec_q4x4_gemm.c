@@ -41,6 +41,20 @@
 #define QG_T __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #define QG_INLINE static inline __attribute__((always_inline))
 
+// qg_available: this CPU has the instructions of this file's kernel (its
+// own check: another q4x4 kernel may be available where this one is not).
+static int qg_available(void) {
+	static int ok = -1; // racy but idempotent
+	if (ok < 0) {
+		__builtin_cpu_init();
+		ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+		     __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+		     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+		     __builtin_cpu_supports("avx512vnni");
+	}
+	return ok;
+}
+
 // Prepare activation rows [0, n) of a tile: for row j and block b (index
 // j*nb + b), the int32 -8*lanesum of the 8 contract lanes (32 bytes) in
 // ls and the f32 activation scale in da.
@@ -156,7 +170,7 @@ static uint8_t *qg_scratch_get(size_t bytes) {
 int emv_q4x4_gemm(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
                   int64_t n, float *y, size_t ldy) {
 	if (rows <= 0 || k <= 0 || k % QG_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
-	if (!emv_q4x4_available()) return -2;
+	if (!qg_available()) return -2;
 	if (r0 == r1) return 0;
 	int nb = (int)(k / QG_QK);
 	size_t gbytes = emv_q4x4_group_bytes(k);
