@@ -182,6 +182,15 @@ static uint8_t *q4a_scratch_get(size_t bytes) {
 	return q4a_scratch;
 }
 
+// Above 8 activation rows the rows go in tiles of Q4A_TILE_BYTES of
+// prepared activations (Q8_0 blocks, lanesums, scales: they stay in L2),
+// and each tile walks the matrix Q4A_GROUPS groups at a time, every 8-row
+// chunk of the tile over them: the weights are read from memory once per
+// tile, not once per 8 rows. Each output still runs the n <= 8 kernel's
+// arithmetic, so it is bitwise the 1-row call.
+#define Q4A_TILE_BYTES (512 << 10)
+#define Q4A_GROUPS 4
+
 int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
                          int64_t n, float *y, size_t ldy) {
 	if (rows <= 0 || k <= 0 || k % Q4A_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
@@ -189,15 +198,36 @@ int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int
 	if (r0 == r1) return 0;
 	int nb = (int)(k / Q4A_QK);
 	size_t gbytes = emv_q4x4_group_bytes(k);
-	uint8_t *scr = q4a_scratch_get((size_t)(n < 8 ? n : 8) * nb * 36 + 64);
+	int64_t tile = (int64_t)(Q4A_TILE_BYTES / ((size_t)nb * (36 + Q4A_Q8_BYTES))) & ~(int64_t)7;
+	if (tile < 8) tile = 8;
+	if (tile > n) tile = n;
+	uint8_t *scr = q4a_scratch_get((size_t)tile * nb * 36 + 64);
 	if (!scr) return -2;
 	int vnni = q4a_forced ? q4a_forced == 2 && emv_q4x4_avxvnni_available() : emv_q4x4_avxvnni_available();
-	for (int64_t j0 = 0; j0 < n; j0 += 8) {
-		int nn = (int)(n - j0 < 8 ? n - j0 : 8);
-		const uint8_t *aj = (const uint8_t *)a + (size_t)j0 * as;
-		float *da = (float *)(scr + (size_t)nn * nb * 32);
-		q4a_prep(nb, aj, as, nn, da, scr);
-		(vnni ? q4a_tab_vnni : q4a_tab_avx2)[nn - 1]((const uint8_t *)p, gbytes, nb, aj, as, scr, da, y + (size_t)j0 * ldy, ldy, r0, r1);
+	const q4a_fn *tab = vnni ? q4a_tab_vnni : q4a_tab_avx2;
+	for (int64_t t0 = 0; t0 < n; t0 += tile) {
+		int64_t tn = n - t0 < tile ? n - t0 : tile;
+		// chunk c (8 rows from j0 = t0 + 8c): lanesums then scales, at scr + 8c*nb*36
+		for (int64_t j0 = t0; j0 < t0 + tn; j0 += 8) {
+			int nn = (int)(t0 + tn - j0 < 8 ? t0 + tn - j0 : 8);
+			uint8_t *sc = scr + (size_t)(j0 - t0) * nb * 36;
+			q4a_prep(nb, (const uint8_t *)a + (size_t)j0 * as, as, nn, (float *)(sc + (size_t)nn * nb * 32), sc);
+		}
+		if (tn <= 8) {
+			tab[tn - 1]((const uint8_t *)p, gbytes, nb, (const uint8_t *)a + (size_t)t0 * as, as, scr,
+			            (const float *)(scr + (size_t)tn * nb * 32), y + (size_t)t0 * ldy, ldy, r0, r1);
+			continue;
+		}
+		for (int64_t s0 = r0, s1; s0 < r1; s0 = s1) {
+			s1 = (s0 / (4 * Q4A_GROUPS) + 1) * (4 * Q4A_GROUPS);
+			if (s1 > r1) s1 = r1;
+			for (int64_t j0 = t0; j0 < t0 + tn; j0 += 8) {
+				int nn = (int)(t0 + tn - j0 < 8 ? t0 + tn - j0 : 8);
+				const uint8_t *sc = scr + (size_t)(j0 - t0) * nb * 36;
+				tab[nn - 1]((const uint8_t *)p, gbytes, nb, (const uint8_t *)a + (size_t)j0 * as, as, sc,
+				            (const float *)(sc + (size_t)nn * nb * 32), y + (size_t)j0 * ldy, ldy, s0, s1);
+			}
+		}
 	}
 	return 0;
 }

@@ -58,6 +58,10 @@ func forceQ4x4(on bool, mode C.int) {
 	C.emv_q4x4_force_avx2(mode)
 }
 
+// q4x4AVX512Available reports whether the AVX-512 VNNI q4x4 kernels (and
+// the tiled one, emv_q4x4_gemm) run on this CPU.
+func q4x4AVX512Available() bool { return C.emv_q4x4_available() != 0 }
+
 // Q4x4AVXVNNIAvailable reports whether the AVX2 q4x4 kernel can take
 // AVX-VNNI's vpdpbusd ymm (it does, when chosen, on such CPUs).
 func Q4x4AVXVNNIAvailable() bool { return C.emv_q4x4_avxvnni_available() != 0 }

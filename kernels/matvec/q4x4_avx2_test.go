@@ -94,6 +94,14 @@ func TestQ4x4AVX2Bitwise(t *testing.T) {
 	})
 }
 
+// TestQ4x4AVX2Rows: above 8 activation rows (prefill; n = 9..128, row
+// counts not a multiple of 4, 1..3 threads) the AVX2 kernel's tiles give
+// bitwise the single-row scalar reference (TestQ4x4GemmBitwise's checks
+// with the AVX2 kernel forced).
+func TestQ4x4AVX2Rows(t *testing.T) {
+	withQ4x4AVX2(t, func() { TestQ4x4GemmBitwise(t) })
+}
+
 // TestQ4x4AVX2Extremes: nibbles 0 and 15 against activation bytes -128 and
 // 127 (the largest maddubs pairs, 15*128*2): still the scalar bits.
 func TestQ4x4AVX2Extremes(t *testing.T) {
