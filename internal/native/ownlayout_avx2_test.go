@@ -11,9 +11,10 @@ import (
 // kernel forced (what an AVX2-only CPU runs; matvec.ForceQ4x4AVX2), so this
 // AVX-512 machine checks it too: the q4x4 copies are read and give the
 // plain-block kernels' logits bitwise (TestOwnLayoutQ4x4), verify rows are
-// bitwise the single steps (TestOwnKernelsBatchInvariant), and greedy text
-// is ggml's (TestOwnKernelsGreedy). Where the CPU has AVX-VNNI, the first
-// two run again with the kernel's AVX-VNNI lanes (bitwise the maddubs
+// bitwise the single steps (TestOwnKernelsBatchInvariant), so are prefill
+// rows above 8 tokens (TestOwnLayoutQ4x4Prefill), and greedy text is
+// ggml's (TestOwnKernelsGreedy). Where the CPU has AVX-VNNI, the first
+// three run again with the kernel's AVX-VNNI lanes (bitwise the maddubs
 // ones, so greedy text follows).
 func TestOwnLayoutQ4x4AVX2(t *testing.T) {
 	if !slices.Contains(matvec.Available(), matvec.AVX2) {
@@ -32,6 +33,7 @@ func TestOwnLayoutQ4x4AVX2(t *testing.T) {
 			}
 			t.Run("layout", TestOwnLayoutQ4x4)
 			t.Run("batch-invariant", TestOwnKernelsBatchInvariant)
+			t.Run("prefill", TestOwnLayoutQ4x4Prefill)
 			if name == "maddubs" {
 				t.Run("greedy", TestOwnKernelsGreedy)
 			}
