@@ -12,6 +12,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec_q4x4.h"
+#include "matvec_q4x4_gemm.h" // n > 8: the tiled kernel
 
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,7 @@ static uint8_t *q4x4_scratch_get(size_t bytes) {
 int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
                     int64_t n, float *y, size_t ldy) {
 	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
+	if (n > 8 && emv_q4x4_gemm(p, rows, k, r0, r1, a, as, n, y, ldy) == 0) return 0; // else 8 rows at a time
 	if (!emv_q4x4_available()) return -2;
 	if (r0 == r1) return 0;
 	int nb = (int)(k / Q4X4_QK);
