@@ -117,12 +117,24 @@ func (p *EdgellmQ4x4) Free() {
 	}
 }
 
+// EdgellmQ4x4Eligible reports whether MulMatEdgellmQ4x4(w, x, copy) runs
+// the q4x4 kernel: EdgellmEligible(w, x) for a Q4_0 w, except that x may
+// have any number of rows (above EdgellmMaxN, prefill, the tiled kernel
+// runs: kernels/matvec/matvec_q4x4_gemm.c).
+func EdgellmQ4x4Eligible(w, x Tensor) bool {
+	return w.p != nil && x.p != nil && w.Type() == GGMLTypeQ4_0 && !w.Repacked() &&
+		w.Ne(2) == 1 && w.Ne(3) == 1 && w.Nb(0) < w.Nb(1) &&
+		x.Type() == GGMLTypeF32 && x.Ne(0) == w.Ne(0) && x.Ne(2) == 1 && x.Ne(3) == 1 &&
+		x.Ne(1) >= 1 && x.Contiguous()
+}
+
 // MulMatEdgellmQ4x4 is MulMatEdgellm(w, x) reading p, the q4x4 copy of w:
 // the same two nodes (ggml's Q8_0 cast of x, then a custom op), the same
-// bits. When w, x are not EdgellmEligible or p is nil it is
-// MulMatEdgellm(w, x).
+// bits, and for every batch size: prefill too runs on the copy, each row
+// bitwise the single-row result. When w, x are not EdgellmQ4x4Eligible or
+// p is nil it is MulMatEdgellm(w, x).
 func (c *GGMLContext) MulMatEdgellmQ4x4(w, x Tensor, p *EdgellmQ4x4) Tensor {
-	if p == nil || p.d == nil || !EdgellmEligible(w, x) || w.Type() != GGMLTypeQ4_0 {
+	if p == nil || p.d == nil || !EdgellmQ4x4Eligible(w, x) {
 		return c.MulMatEdgellm(w, x)
 	}
 	if !c.ok("mul_mat_edgellm_q4x4", w, x) || c.FreeBytes() < 2*TensorOverhead() {

@@ -332,7 +332,7 @@ func printResults(w io.Writer, rs ...*bench.Result) {
 			rss, pss = fmt.Sprintf("%.1f", r.RSSPeakMB), fmt.Sprintf("%.1f", r.PSSPeakMB)
 		}
 		rp := "-"
-		if r.Repack {
+		if r.Repack || r.RepackMB > 0 { // > 0: edgellm's q4x4 copy (--kernels edgellm)
 			rp = fmt.Sprintf("%.1f", r.RepackMB)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t\n",

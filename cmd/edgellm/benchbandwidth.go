@@ -8,21 +8,28 @@ import (
 	"github.com/edgellm/edgellm/cmd/edgellm/internal/bench"
 )
 
-// bandwidthBytes is the buffer --bandwidth streams: far larger than any
-// last-level cache, so the reads come from DRAM.
-const bandwidthBytes = 256 << 20
-
 // machineBandwidth measures the memory read bandwidth with 1 .. threads
-// readers (best of 3 passes each) and prints it; it returns the bandwidth
-// at `threads` readers in bytes/s.
+// readers (best of 3 passes each, over bench.ProbeBytes: at least 1 GiB and
+// 4× the last-level cache, so the reads come from DRAM) and prints it with
+// the reader that ran; it returns the bandwidth at `threads` readers in
+// bytes/s (0 if the probe's buffer cannot be had).
 func machineBandwidth(w io.Writer, threads int) float64 {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
+	p, err := bench.NewBandwidthProbe(bench.ProbeBytes())
+	if err != nil {
+		fmt.Fprintf(w, "memory read bandwidth: %v\n", err)
+		return 0
+	}
+	defer p.Close()
 	var bw float64
 	for n := 1; n <= threads; n++ {
-		bw = bench.ReadBandwidth(bandwidthBytes, n, 3)
-		fmt.Fprintf(w, "memory read bandwidth, %d thread(s): %.1f GB/s (%d MiB streamed, best of 3)\n", n, bw/1e9, bandwidthBytes>>20)
+		if bw, err = p.Read(n, 3); err != nil {
+			fmt.Fprintf(w, "memory read bandwidth, %d thread(s): %v\n", n, err)
+			return 0
+		}
+		fmt.Fprintf(w, "memory read bandwidth, %d thread(s): %.1f GB/s (%s reader, %d MiB streamed, best of 3)\n", n, bw/1e9, bench.BandwidthPath(), p.Bytes()>>20)
 	}
 	return bw
 }

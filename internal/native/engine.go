@@ -69,9 +69,10 @@ type Options struct {
 	// to kernels.EdgellmMaxN tokens (decode steps, speculative verify):
 	// "" or KernelsGGML is ggml's mul_mat; KernelsEdgellm is edgellm's own
 	// (kernels.MulMatEdgellm) for plain Q8_0, Q4_0, F32 and F16 matrices,
-	// batch-invariant (Session.BatchInvariance). Other
-	// types, larger batches (prefill) and repacked matrices (ggml's
-	// interleaved layout) keep ggml's kernels.
+	// batch-invariant (Session.BatchInvariance). Q4_0 matrices with a q4x4
+	// copy (ownlayout.go) run edgellm's kernel at every batch size, prefill
+	// included. Other types, larger batches (prefill) of the others and
+	// repacked matrices (ggml's interleaved layout) keep ggml's kernels.
 	Kernels string
 	// ShareAnchors advises every session's anchor zones MADV_MERGEABLE
 	// whatever the number of open sessions, so the kernel's samepage

@@ -17,8 +17,9 @@ import (
 // copy the decode and verify matmuls read; kernels.MulMatEdgellmQ4x4).
 type OwnLayoutStats struct {
 	// Tensors is how many matrices were copied; Bytes the anonymous memory
-	// the copies occupy (like the repack buffer, it is not reclaimable: the
-	// mapped originals stay, prefill reads them with ggml's kernels).
+	// the copies occupy (like the repack buffer, it is not reclaimable; as
+	// with repack, the mapped originals are dropped from the process: every
+	// batch size, prefill included, reads the copies).
 	Tensors int   `json:"tensors"`
 	Bytes   int64 `json:"bytes"`
 	// HugePageBytes is the part advised for transparent huge pages
@@ -102,6 +103,15 @@ func newOwnLayouts(sets []*Weights) (*ownLayouts, error) {
 				defer wg.Done()
 				for i := g; i < len(ts); i += workers {
 					ps[i], errs[i] = kernels.NewEdgellmQ4x4(ts[i], unsafe.Pointer(&mem[offs[i]]))
+					// Every batch size reads the copy (prefill included), so the
+					// mapped original is dropped from the process as repack
+					// drops its sources, matrix by matrix: clean page cache,
+					// reclaimable, not counted twice in the RSS (a stray read
+					// faults it back in from the file). The tied embedding
+					// stays: get_rows reads it.
+					if errs[i] == nil && (w.TokEmbd.Nil() || ts[i].Data() != w.TokEmbd.Data()) {
+						w.dropMapped(ts[i].Data(), ts[i].Nbytes())
+					}
 				}
 			}()
 		}
@@ -124,6 +134,18 @@ func newOwnLayouts(sets []*Weights) (*ownLayouts, error) {
 	}
 	ok = true
 	return o, nil
+}
+
+// dropMapped drops the mapping's pages lying wholly inside the n bytes at
+// p (a tensor in w's mapping) from the process (Weights.dropSource).
+func (w *Weights) dropMapped(p unsafe.Pointer, n int64) {
+	if len(w.mapping) == 0 {
+		return
+	}
+	base := uintptr(unsafe.Pointer(&w.mapping[0]))
+	if off := int64(uintptr(p) - base); uintptr(p) >= base && off+n <= int64(len(w.mapping)) {
+		w.dropSource(off, n)
+	}
 }
 
 // lookup is t's q4x4 copy, or nil (o may be nil).

@@ -12,6 +12,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec_q4x4.h"
+#include "matvec_q4x4_gemm.h" // n > 8: the tiled kernel
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,12 +70,22 @@ int emv_q4x4_available(void) {
 	return ok;
 }
 
+// From Q4X4_SIGNED_N activation rows on, q4x4_body_s: the weights are made
+// signed (nib - 8) and the activations unsigned (a + 128, kept in the
+// scratch), so per block and group one vpdpbusd of the unsigned nibbles by
+// -128 (from 4096) gives -128*sum(nib - 8) per lane, the start of every
+// row's vpdpbusd: the same exact int32 lane sum(a*(nib - 8)) (|partial| <
+// 2^14), without the two lanesum broadcasts per block and row.
+#define Q4X4_SIGNED_N 5
+
 // Per call and thread, for block b and activation row j (index b*n + j):
-// the int32 -8*lanesum of the 8 contract lanes (32 bytes) and the f32
-// activation scale da[b*n + j]. The activations themselves are read from
+// the int32 -8*lanesum of the 8 contract lanes (32 bytes; for n >=
+// Q4X4_SIGNED_N the 32 quants + 128 instead) and the f32 activation scale
+// da[b*n + j]. The activations themselves are read from
 // their Q8_0 blocks (a 16-byte broadcast per half block).
 Q4X4_T static void q4x4_prep(int nb, const uint8_t *a, size_t as, int n, float *da, uint8_t *scr) {
 	const __m256i ones = _mm256_set1_epi8(1);
+	const __m256i flip = _mm256_set1_epi8((char)0x80);
 	for (int b = 0; b < nb; b++) {
 		for (int j = 0; j < n; j++) {
 			const uint8_t *ab = a + (size_t)j * as + (size_t)b * Q4X4_Q8_BYTES;
@@ -82,6 +93,10 @@ Q4X4_T static void q4x4_prep(int nb, const uint8_t *a, size_t as, int n, float *
 			memcpy(&h, ab, 2);
 			da[(size_t)b * n + j] = _cvtsh_ss(h);
 			__m256i av = _mm256_loadu_si256((const __m256i *)(ab + 2));
+			if (n >= Q4X4_SIGNED_N) {
+				_mm256_store_si256((__m256i *)(scr + ((size_t)b * n + j) * 32), _mm256_xor_si256(av, flip));
+				continue;
+			}
 			__m256i ls = _mm256_sub_epi32(_mm256_setzero_si256(),
 			                              _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, av), 3));
 			_mm256_store_si256((__m256i *)(scr + ((size_t)b * n + j) * 32), ls);
@@ -150,6 +165,52 @@ Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64
 	}
 }
 
+// q4x4_body for N >= Q4X4_SIGNED_N (one group per pass): see above.
+Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int64_t g, int N, const uint8_t *scr,
+                                   const float *da, float *y, size_t ldy, int64_t r0, int64_t r1) {
+	const __m512i m = _mm512_set1_epi8(0x0f);
+	const __m512i eight = _mm512_set1_epi8(8);
+	const __m512i m128 = _mm512_set1_epi8((char)0x80);
+	const __m512i c4096 = _mm512_set1_epi32(4096);
+	const __m512i didx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+	__m512 lo[8], hi[8];
+	for (int j = 0; j < N; j++) lo[j] = hi[j] = _mm512_setzero_ps();
+	const uint8_t *gp = p + (size_t)g * gbytes;
+	for (int b = 0; b < nb; b++) {
+		__m512i v = _mm512_loadu_si512((const void *)(gp + (size_t)b * 64));
+		__m512i ulo = _mm512_and_si512(v, m), uhi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+		__m512i clo = _mm512_dpbusd_epi32(c4096, ulo, m128), chi = _mm512_dpbusd_epi32(c4096, uhi, m128);
+		__m512i slo = _mm512_sub_epi8(ulo, eight), shi = _mm512_sub_epi8(uhi, eight);
+		__m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(gp + (size_t)nb * 64 + (size_t)b * 8)));
+		__m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(d4));
+		for (int j = 0; j < N; j++) {
+			const uint8_t *s = scr + ((size_t)b * N + j) * 32;
+			__m512i alo = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)s));
+			__m512i ahi = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(s + 16)));
+			__m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(da[(size_t)b * N + j]));
+			lo[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(clo, alo, slo)), sc, lo[j]);
+			hi[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(chi, ahi, shi)), sc, hi[j]);
+		}
+	}
+	const __m512i ridx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+	int64_t rb = 4 * g;
+	for (int j = 0; j < N; j++) {
+		__m512 v = _mm512_add_ps(lo[j], hi[j]);
+		__m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
+		t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+		__m128 r = _mm512_castps512_ps128(_mm512_permutexvar_ps(ridx, t));
+		float *yj = y + (size_t)j * ldy;
+		if (rb >= r0 && rb + 4 <= r1) {
+			_mm_storeu_ps(yj + rb, r);
+		} else {
+			float o[4];
+			_mm_storeu_ps(o, r);
+			for (int i = 0; i < 4; i++)
+				if (rb + i >= r0 && rb + i < r1) yj[rb + i] = o[i];
+		}
+	}
+}
+
 typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,
                         const float *, float *, size_t, int64_t, int64_t);
 
@@ -167,10 +228,17 @@ Q4X4_FN(1, 4)
 Q4X4_FN(2, 2)
 Q4X4_FN(3, 2)
 Q4X4_FN(4, 2)
-Q4X4_FN(5, 1)
-Q4X4_FN(6, 1)
-Q4X4_FN(7, 1)
-Q4X4_FN(8, 1)
+#define Q4X4_FN_S(N)                                                                                            \
+	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
+	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
+	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
+		(void)a, (void)as;                                                                                  \
+		for (int64_t g = g0; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, N, scr, da, y, ldy, r0, r1);            \
+	}
+Q4X4_FN_S(5)
+Q4X4_FN_S(6)
+Q4X4_FN_S(7)
+Q4X4_FN_S(8)
 static const q4x4_fn q4x4_tab[8] = {q4x4_n1, q4x4_n2, q4x4_n3, q4x4_n4, q4x4_n5, q4x4_n6, q4x4_n7, q4x4_n8};
 
 // Per-thread scratch (grown, never shrunk).
@@ -190,6 +258,7 @@ static uint8_t *q4x4_scratch_get(size_t bytes) {
 int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
                     int64_t n, float *y, size_t ldy) {
 	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
+	if (n > 8 && emv_q4x4_gemm(p, rows, k, r0, r1, a, as, n, y, ldy) == 0) return 0; // else 8 rows at a time
 	if (!emv_q4x4_available()) return -2;
 	if (r0 == r1) return 0;
 	int nb = (int)(k / Q4X4_QK);

@@ -292,6 +292,8 @@ func load(path, engineName string, o Options, mem *MemSampler) (*side, error) {
 	if repack {
 		name += RepackSuffix
 		fmt.Fprintf(progress, "bench: %s repacked %d matrices: %.1f MiB of anonymous memory (not reclaimable)\n", name, info.RepackTensors, mib(info.RepackBytes))
+	} else if info.RepackBytes > 0 {
+		fmt.Fprintf(progress, "bench: %s copied %d matrices into edgellm's layout: %.1f MiB of anonymous memory (not reclaimable; the mapped originals dropped)\n", name, info.RepackTensors, mib(info.RepackBytes))
 	}
 	fmt.Fprintf(progress, "bench: %s loaded %s in %.1f ms (%s, %d layers)\n", name, path, millis(loadTime), info.FileType, info.NLayer)
 	return &side{eng: eng, prompt: p, mem: mem, res: &Result{
