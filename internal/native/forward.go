@@ -24,11 +24,6 @@ import (
 // each compute; the graph itself is reused while its shape key is unchanged
 // (see RATIONALE.md).
 
-// trimLastLayer: the last layer computes q, attention and the output
-// projection only for the rows that want logits (false only in
-// TestLastLayerTrim, which checks that it changes no bit).
-var trimLastLayer = true
-
 // graphKey is everything that changes a graph's shape or its weights.
 type graphKey struct {
 	nTok, nKV, nOut int
@@ -77,7 +72,12 @@ type graph struct {
 	// ownKernels (Options.Kernels "edgellm"): weight matmuls go through
 	// matmul to edgellm's kernels where they apply.
 	ownKernels bool
-	logits     kernels.Tensor // F32 [n_vocab, n_out]
+	// untrimmed: the last layer computes q, attention and the output
+	// projection for every row and then keeps the rows that want logits
+	// (llama.cpp's order, which TestLastLayerTrim compares against);
+	// false (every session graph): only for those rows.
+	untrimmed bool
+	logits    kernels.Tensor // F32 [n_vocab, n_out]
 
 	// own are the q4x4 copies the ownKernels matmuls read (nil: none).
 	own *ownLayouts
@@ -172,7 +172,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 	if key.nOut < key.nTok {
 		// the last nOut rows of the batch (Session.decode)
 		g.outIDs = input(kernels.GGMLTypeI32, "inp_out_ids", int64(key.nOut))
-		if trimLastLayer {
+		if !g.untrimmed {
 			g.outPos = input(kernels.GGMLTypeI32, "inp_out_pos", int64(key.nOut))
 		}
 	}
@@ -238,7 +238,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		// trims after the output projection, computing nTok-nOut rows of
 		// q, attention and Wo for nothing).
 		nQ, posQ, hq := nTok, g.pos, func(h kernels.Tensor) kernels.Tensor { return h }
-		if last(il) && trimLastLayer {
+		if last(il) && !g.untrimmed {
 			nQ, posQ = nOut, g.outPos
 			hq = func(h kernels.Tensor) kernels.Tensor { return c.GetRows(h, g.outIDs) }
 			// the mask rows of the last nOut tokens
@@ -319,7 +319,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 		a = g.matmul(c, l.Wo, a)
 
 		if last(il) {
-			if !trimLastLayer {
+			if g.untrimmed {
 				a = c.GetRows(a, g.outIDs)
 			}
 			x = c.GetRows(x, g.outIDs) // the residual of those rows

@@ -9,13 +9,13 @@ import (
 )
 
 // TestLastLayerTrim: computing the last layer's q, attention and output
-// projection only for the row that wants logits (trimLastLayer) changes no
-// bit of the logits, with flash and classic attention and repacked
+// projection only for the row that wants logits (every session's graph)
+// changes no bit of the logits against computing them for every row first
+// (graph.untrimmed), with flash and classic attention and repacked
 // weights, on every family; and the graph's activations shrink by at least
 // those rows of q and of the attention output.
 func TestLastLayerTrim(t *testing.T) {
 	const nTok = 64
-	defer func() { trimLastLayer = true }()
 	for _, name := range tinyFamilies {
 		for _, repack := range []bool{false, true} {
 			for _, att := range []engine.Attention{engine.AttentionFlash, engine.AttentionClassic} {
@@ -26,12 +26,12 @@ func TestLastLayerTrim(t *testing.T) {
 				var logits [2][]float32
 				var keepAll [2]int64
 				for i, trim := range []bool{false, true} {
-					trimLastLayer = trim
 					es, err := e.NewSession(engine.SessionConfig{NCtx: 256, Threads: 1, Attention: att})
 					if err != nil {
 						t.Fatal(err)
 					}
 					s := SessionOf(es)
+					s.gr.untrimmed = !trim // before the first build
 					toks := make([]int32, nTok)
 					for j := range toks {
 						toks[j] = int32(1 + (7*j)%(s.cfg.NVocab-1))
@@ -48,7 +48,7 @@ func TestLastLayerTrim(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					g.ringOf = s.ringOf
+					g.ringOf, g.untrimmed = s.ringOf, !trim
 					if err := g.build(s.gr.key, s.cfg, s.eng.sets[s.headSet], s.layers, s.kv, s.flash); err != nil {
 						t.Fatal(err)
 					}
