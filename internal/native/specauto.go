@@ -20,11 +20,21 @@ import "time"
 //     the target's step cost is the same at every position, and a round
 //     that loses in practice must not be kept. The other K's expected
 //     rates are discounted by the vetoed K's observed ÷ expected rate.
-//   - Probe rounds (specMeter.probeK) run at another K: first each K whose
-//     verify batch size was never measured and that could beat the choice
-//     even if that batch cost no more than the largest measured smaller
-//     one, then the vetoed K, then one above or below the choice, so the
-//     measurements stay fresh.
+//   - Exploring probes (exploreBudget) run each K whose verify batch size
+//     was not measured twice and that could beat the choice even if that
+//     batch cost no more than a plain step, v(1): a batch of n costs at
+//     least that, but need not cost at least as much as a smaller batch
+//     (ggml's repacked Q4_0 gemm takes 4 rows at a time: v(2), v(3), v(4)
+//     ≈ 2.1, 2.8, 1.2). A size is measured twice (the first batch also
+//     paid for warm-up), and the probes run only while what
+//     they lost stays within autoExploreShare of the run's time (taken as
+//     at least autoExploreHorizon plain steps): at most two rounds per K,
+//     2·MaxSpecK = 16 in all, and on a smooth v(n) where nothing pays they
+//     cost at most 2.5% of the run plus one probe (SIMULATED, 200 rounds:
+//     0.955–0.988× plain, 0.960 with 3 steps of warm-up per batch size).
+//   - Probe rounds (specMeter.probeK) run at another K on a schedule: the
+//     vetoed K, then one above or below the choice, so the measurements
+//     stay fresh.
 
 const (
 	// autoProbeEvery is the period of the probe rounds.
@@ -45,6 +55,18 @@ const (
 	// cases of specauto_test.go compared 1, 2 and 4: 2 was best or within
 	// 0.01 in every case.
 	autoStartK = 2
+	// autoExploreShare bounds what the probes of unmeasured batch sizes
+	// may lose, as a share of the run's time. At 0.05 the SIMULATED
+	// "stale unit" case (3 steps of warm-up per batch size, nothing pays)
+	// ran at 0.936× plain over 200 rounds; at 0.025 0.960, as before the
+	// exploring probes.
+	autoExploreShare = 0.025
+	// autoExploreHorizon is the run length, in plain steps, the share is
+	// taken of until the run is longer: without it the first probes of a
+	// run waited for its time to grow, and on the SIMULATED repacked v(n)
+	// at α 0.9 K = 3 was first tried at round 31 instead of 7 (share 0.05; a 64-token
+	// reply is about 30 rounds).
+	autoExploreHorizon = 128
 	// autoMaxBackoff bounds how far probes are spaced while K stays 0:
 	// every autoProbeEvery << autoMaxBackoff rounds (256). It was 2 (64).
 	autoMaxBackoff = 4
@@ -71,6 +93,7 @@ func (m *specMeter) roundDone(nd, emitted int, d time.Duration) {
 	if o.rounds == 1 { // the second round replaces the first (warm-up)
 		o.emitted, o.time = smooth{}, smooth{}
 	}
+	m.explore.done(m, d, emitted)
 	o.emitted.add(float64(emitted))
 	o.time.add(d.Seconds())
 	o.rounds++
@@ -115,8 +138,11 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 	if k > 0 {
 		m.backoff = 0
 	}
+	if c := m.explore.next(m, k, &ss); c > 0 {
+		return k, c
+	}
 	switch {
-	case m.probeRound(step, k > 0 || m.unmeasured(k, &ss) > 0):
+	case m.probeRound(step, k > 0):
 		if k == 0 { // probes keep losing: space them out
 			m.backoff = min(m.backoff+1, autoMaxBackoff)
 		}
@@ -127,10 +153,10 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 	return k, k
 }
 
-// probeRound reports whether round step is a probe: every
+// probeRound reports whether round step is a scheduled probe: every
 // autoProbeEvery/2 rounds for the first 4·autoProbeEvery rounds while
-// there is something to learn (K > 0, or an unmeasured K that could beat
-// plain), every autoProbeEvery after, up to 2^autoMaxBackoff times less
+// there is something to learn (K > 0; unmeasured K are the exploring
+// probes' job), every autoProbeEvery after, up to 2^autoMaxBackoff times less
 // often while K stays 0. Before the learning condition, a K = 0 run of
 // 128 tokens on the SYNTHETIC l1b (P = 0.7, nothing pays) probed every 8
 // rounds for its first 64 and ran at 0.88× plain.
@@ -141,17 +167,12 @@ func (m *specMeter) probeRound(step int, learning bool) bool {
 	return step%(autoProbeEvery<<m.backoff) == 0
 }
 
-// probeK is the K of a probe round, k the choice and best the formula's
-// choice before vetoes: the K nearest k whose verify batch was never
-// measured and that could beat the choice (v(n) of a batch size not yet
-// run is extrapolated, and the cost of a batch need not be smooth in n: it
-// jumps where the matrix kernels start another block of columns), else the
-// vetoed best (the conditions may have changed), else one above or below k
-// in turn.
+// probeK is the K of a scheduled probe round, k the choice and best the
+// formula's choice before vetoes: the vetoed best (the conditions may have
+// changed), else one above or below k in turn. (It also took the K nearest
+// k whose batch was never measured: exploreBudget does that now, paced by
+// what it costs instead of by the schedule.)
 func (m *specMeter) probeK(step, k, best int, ss *SpecSensors) int {
-	if c := m.unmeasured(k, ss); c > 0 {
-		return c
-	}
 	switch {
 	case best != k:
 		return best
@@ -161,21 +182,57 @@ func (m *specMeter) probeK(step, k, best int, ss *SpecSensors) int {
 	return min(k+1, MaxSpecK)
 }
 
-// unmeasured is the K nearest k whose verify batch was measured at most
-// once (the first batch of a size also pays for its warm-up) and that could
-// beat the choice k if it cost no more than the largest smaller batch
-// measured twice (optimisticRate), 0 when there is none.
-func (m *specMeter) unmeasured(k int, ss *SpecSensors) int {
-	bar := max(1+autoMargin, ss.ExpectedRate(k))
-	o := *ss
-	for c := 1; c <= MaxSpecK; c++ {
-		if m.nVer[c] < 2 {
-			o.VerifyCost[c] = 0
+// exploreBudget paces the exploring probes, of batch sizes not yet measured
+// twice: one runs whenever what they lost so far (their time minus the
+// plain steps their tokens would have taken), plus what it would lose by
+// the formula, is within autoExploreShare of all the rounds' time (at
+// least autoExploreHorizon plain steps).
+type exploreBudget struct {
+	loss, total float64 // seconds: lost by these probes, all rounds
+	probing     bool    // the current round is one
+}
+
+// next is the K of an exploring probe round (0 = none now) for choice k.
+func (e *exploreBudget) next(m *specMeter, k int, ss *SpecSensors) int {
+	c := m.unmeasured(k, ss)
+	o := &m.obs[0]
+	if c == 0 || o.emitted.x <= 0 {
+		return 0
+	}
+	// what the probe would lose, in plain steps, if its batch cost what
+	// the formula extrapolates (the loss is booked as measured after)
+	cost := float64(c)*float64(ss.DraftCost) + ss.verifyCost(c+1)
+	lose := cost * (1 - ss.ExpectedRate(c))
+	step := o.time.x / o.emitted.x // seconds per token of a plain step
+	if e.loss+max(0, lose)*step > autoExploreShare*max(e.total, autoExploreHorizon*step) {
+		return 0
+	}
+	e.probing = true
+	return c
+}
+
+// done records a round of d that emitted tokens.
+func (e *exploreBudget) done(m *specMeter, d time.Duration, emitted int) {
+	e.total += d.Seconds()
+	if e.probing {
+		e.probing = false
+		if o := &m.obs[0]; o.emitted.x > 0 {
+			e.loss += d.Seconds() - float64(emitted)*o.time.x/o.emitted.x
 		}
 	}
+}
+
+// unmeasured is the K nearest k (the smaller first) whose verify batch was
+// measured at most once (the first batch of a size also pays for its
+// warm-up) and that could beat the choice k if that batch cost no more than
+// a plain step (optimisticRate), 0 when there is none. The same K stays the
+// nearest until its batch was measured twice, so its two probes run back
+// to back when the budget allows.
+func (m *specMeter) unmeasured(k int, ss *SpecSensors) int {
+	bar := max(1+autoMargin, ss.ExpectedRate(k))
 	for d := 1; d < MaxSpecK; d++ {
 		for _, c := range []int{k - d, k + d} {
-			if c >= 1 && c <= MaxSpecK && m.nVer[c] < 2 && o.optimisticRate(c) > bar {
+			if c >= 1 && c <= MaxSpecK && m.nVer[c] < 2 && ss.optimisticRate(c) > bar {
 				return c
 			}
 		}
@@ -183,18 +240,16 @@ func (m *specMeter) unmeasured(k int, ss *SpecSensors) int {
 	return 0
 }
 
-// optimisticRate is ExpectedRate(k) with an unmeasured v(k+1) taken as
-// the v(m) of the largest measured m ≤ k+1 (a batch costs at least about
-// as much as a smaller one): an upper bound on what k could deliver.
+// optimisticRate is ExpectedRate(k) with a verify batch of k+1 costing one
+// plain step (v(1) = 1): an upper bound on what k could deliver before its
+// batch size is measured. It took an unmeasured v(k+1) as the v(m) of the
+// largest measured m ≤ k+1 (a batch costs at least about as much as a
+// smaller one), which ggml's repacked Q4_0 gemm breaks: it takes 4 rows at
+// a time, and bench --spec-sweep measured v(2) ≈ 1.9, v(3) ≈ 2.8, v(4) ≈
+// 1.3 (SYNTHETIC l1b, one thread), so after v(3) auto K never tried K = 3,
+// the best fixed K (1.53× plain at α 0.89), and ended at K = 0.
 func (ss *SpecSensors) optimisticRate(k int) float64 {
 	o := *ss
-	if o.VerifyCost[k] <= 0 {
-		for m := k - 1; m >= 0; m-- {
-			if v := o.VerifyCost[m]; v > 0 {
-				o.VerifyCost[k] = v
-				break
-			}
-		}
-	}
+	o.VerifyCost[k] = 1
 	return o.ExpectedRate(k)
 }

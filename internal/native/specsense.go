@@ -41,6 +41,7 @@ type specMeter struct {
 	nVer      [MaxSpecK + 1]int      // verify batches timed, by size
 	obs       [MaxSpecK + 1]observed // whole rounds by tokens drafted (specauto.go)
 	backoff   int                    // auto K's probes are autoProbeEvery << backoff apart
+	explore   exploreBudget          // auto K's probes of unmeasured batch sizes (specauto.go)
 }
 
 // smooth is the running mean of the first 1/specEMA samples, then their
