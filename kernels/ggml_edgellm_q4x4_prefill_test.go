@@ -13,7 +13,7 @@ import (
 // n = 16, 33, 64 and 1..3 threads.
 func TestMulMatEdgellmQ4x4Prefill(t *testing.T) {
 	if !EdgellmQ4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	const rows, k, maxN = 67, 512, 64
 	wb, _ := edgellmProblem(t, GGMLTypeQ4_0, rows, k, 5)

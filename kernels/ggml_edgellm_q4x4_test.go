@@ -26,7 +26,7 @@ func anonBytes(tb testing.TB, n int) []byte {
 // units and 4-row groups.
 func TestMulMatEdgellmQ4x4(t *testing.T) {
 	if !EdgellmQ4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	const rows, k = 67, 512
 	wb, x := edgellmProblem(t, GGMLTypeQ4_0, rows, k, 3)

@@ -17,7 +17,7 @@ import (
 // step's logits over the same tokens, at 1 and 2 threads.
 func TestOwnLayoutQ4x4Prefill(t *testing.T) {
 	if !kernels.EdgellmQ4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	toks := make([]int32, kernels.EdgellmMaxN+11)
 	for i := range toks {

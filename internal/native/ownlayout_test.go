@@ -18,7 +18,7 @@ import (
 // engine options with the copies dropped). Decode steps allocate nothing.
 func TestOwnLayoutQ4x4(t *testing.T) {
 	if !kernels.EdgellmQ4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	toks := []int32{1, 403, 407, 261, 378, 414, 270}
 	for _, path := range []string{

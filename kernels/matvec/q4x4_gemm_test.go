@@ -40,7 +40,7 @@ func quantRows(t testing.TB, w []byte, rows, k, n int, x []float32) ([]byte, [][
 // (no fallback possible) gives the same bits, at n = 1..MaxN too.
 func TestQ4x4GemmBitwise(t *testing.T) {
 	if !Q4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(31))
 	for _, sh := range []struct{ rows, k int }{{1, 32}, {7, 96}, {33, 320}, {70, 2048}, {21, 8192}} {
@@ -89,7 +89,7 @@ func TestQ4x4GemmBitwise(t *testing.T) {
 // nothing in Go.
 func TestQ4x4GemmDoesNotAllocate(t *testing.T) {
 	if !Q4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(32))
 	const rows, k, n = 64, 256, 32
@@ -108,7 +108,7 @@ func TestQ4x4GemmDoesNotAllocate(t *testing.T) {
 // machines: the ratio is the figure).
 func BenchmarkQ4x4Gemm(b *testing.B) {
 	if !Q4x4Available() {
-		b.Skip("q4x4 kernel needs AVX-512 VNNI")
+		b.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(33))
 	const rows, k, n = 8192, 2048, 128

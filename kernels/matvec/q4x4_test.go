@@ -13,7 +13,7 @@ import (
 // single-row call and a graph may mix the two layouts.
 func TestQ4x4Bitwise(t *testing.T) {
 	if !Q4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(7))
 	for _, sh := range append(shapes, struct{ rows, k int }{70, 2048}) {
@@ -47,7 +47,7 @@ func TestQ4x4Bitwise(t *testing.T) {
 // TestQ4x4DoesNotAllocate: a one-thread call allocates nothing.
 func TestQ4x4DoesNotAllocate(t *testing.T) {
 	if !Q4x4Available() {
-		t.Skip("q4x4 kernel needs AVX-512 VNNI")
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(8))
 	w, _ := weights(rng, Q4_0, 64, 256)
@@ -66,7 +66,7 @@ func TestQ4x4DoesNotAllocate(t *testing.T) {
 // figure, not the times).
 func BenchmarkQ4x4VsPlain(b *testing.B) {
 	if !Q4x4Available() {
-		b.Skip("q4x4 kernel needs AVX-512 VNNI")
+		b.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(9))
 	const rows, k = 8192, 2048
