@@ -50,11 +50,14 @@ type LoadOptions struct {
 	// time to first token and peak RSS from a cold page cache per value.
 	WillNeedLayers int
 	// Kernels is, on the native engine, which kernels compute the weight
-	// matmuls of decode steps and verify batches (up to 9 tokens: K+1): "" or
-	// "ggml" (ggml's), "edgellm" (edgellm's own Q8_0/Q4_0/F32/F16 kernels,
-	// batch-invariant, so greedy speculation is exact: Draft.
-	// BatchInvariance; repacked matrices and other types keep ggml's). The
-	// llamacpp engine has only ggml's: "edgellm" there is an error.
+	// matmuls: "" or "ggml" (ggml's), "edgellm" (edgellm's own
+	// Q8_0/Q4_0/F32/F16 kernels for decode steps and verify batches up to 9
+	// tokens (K+1), batch-invariant, so greedy speculation is exact: Draft.
+	// BatchInvariance; on AVX-512 VNNI or AVX2 CPUs each Q4_0 matrix is
+	// copied once at load into edgellm's q4x4 layout, which serves every
+	// batch size, prefill included, in anonymous memory reported like
+	// repack's; repacked matrices and other types keep ggml's). The llamacpp
+	// engine has only ggml's: "edgellm" there is an error.
 	Kernels string
 	// ShareAnchors, on the native engine, advises every session's KV
 	// anchor zones (the pages of the first anchors positions: system

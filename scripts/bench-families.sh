@@ -2,7 +2,9 @@
 # Full-size SYNTHETIC shape of every native family (issue #28): parity with
 # llama.cpp (256 greedy steps, flash and classic, F16 KV; Q8_0/Q4_0 KV with
 # flash against llama.cpp at the same KV type is `make test`'s tiny models)
-# and native ÷ llama.cpp decode/prefill in one process at 1 and 2 threads.
+# and native ÷ llama.cpp decode/prefill in one process at 1 and 2 threads:
+# native on edgellm's kernels (q4x4 layout) and native on ggml's repacked
+# layout, each against llama.cpp repacked (docs/BENCHMARKS.md [g]).
 # Usage: scripts/bench-families.sh BIN [SHAPE...]; EDGELLM_SHARED must be set.
 # Writes the Q4_0 files into a temp dir (1-2.2 GB each) and removes them.
 set -eu
@@ -16,7 +18,7 @@ for s in $SHAPES; do
 	"$BIN" parity -m "$m" -n 256 --attention flash --threads 2
 	"$BIN" parity -m "$m" -n 256 --attention classic --threads 2
 	for t in 1 2; do
-		"$BIN" bench -m "$m" --engine native --compare llamacpp --repack --threads "$t" -r 3 -n 128
+		"$BIN" bench -m "$m" --engine native:edgellm --compare native:repack,llamacpp:repack --threads "$t" -r 3 -p 64 -n 64
 	done
 	rm -f "$m"
 done
