@@ -56,8 +56,10 @@ int emv_q4x4_pack(const void *w, size_t ws, int64_t rows, int64_t k, int64_t g0,
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define Q4X4_T __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
-#define Q4X4_INLINE static inline __attribute__((always_inline))
+#include "q4x4_avx512.h"
+
+#define Q4X4_T Q4X4_AVX512_T
+#define Q4X4_INLINE Q4X4_AVX512_INLINE
 
 int emv_q4x4_available(void) {
 	static int ok = -1; // racy but idempotent
@@ -112,8 +114,6 @@ Q4X4_T static void q4x4_prep(int nb, const uint8_t *a, size_t as, int n, float *
 Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int N,
                                  const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,
                                  size_t ldy, int64_t r0, int64_t r1) {
-	const __m512i m = _mm512_set1_epi8(0x0f);
-	const __m512i didx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
 	__m512 lo[4][8], hi[4][8];
 	for (int gi = 0; gi < G; gi++)
 		for (int j = 0; j < N; j++) lo[gi][j] = hi[gi][j] = _mm512_setzero_ps();
@@ -121,14 +121,7 @@ Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64
 	for (int b = 0; b < nb; b++) {
 		__m512i qlo[4], qhi[4];
 		__m512 dw[4];
-		for (int gi = 0; gi < G; gi++) {
-			const uint8_t *gp = gp0 + (size_t)gi * gbytes;
-			__m512i v = _mm512_loadu_si512((const void *)(gp + (size_t)b * 64));
-			qlo[gi] = _mm512_and_si512(v, m);
-			qhi[gi] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-			__m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(gp + (size_t)nb * 64 + (size_t)b * 8)));
-			dw[gi] = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(d4));
-		}
+		for (int gi = 0; gi < G; gi++) q4x4_group_block(gp0 + (size_t)gi * gbytes, nb, b, &qlo[gi], &qhi[gi], &dw[gi]);
 		for (int j = 0; j < N; j++) {
 			const uint8_t *ab = a + (size_t)j * as + (size_t)b * Q4X4_Q8_BYTES + 2;
 			const uint8_t *s = scr + ((size_t)b * N + j) * 32;
@@ -144,46 +137,25 @@ Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64
 			}
 		}
 	}
-	const __m512i ridx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-	for (int gi = 0; gi < G; gi++) {
-		int64_t rb = 4 * (g + gi);
-		for (int j = 0; j < N; j++) {
-			// lane l of chunk L: v_l = a_l + a_{l+4}; then (v0+v2) + (v1+v3).
-			__m512 v = _mm512_add_ps(lo[gi][j], hi[gi][j]);
-			__m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
-			t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
-			__m128 r = _mm512_castps512_ps128(_mm512_permutexvar_ps(ridx, t));
-			float *yj = y + (size_t)j * ldy;
-			if (rb >= r0 && rb + 4 <= r1) {
-				_mm_storeu_ps(yj + rb, r);
-			} else {
-				float o[4];
-				_mm_storeu_ps(o, r);
-				for (int i = 0; i < 4; i++)
-					if (rb + i >= r0 && rb + i < r1) yj[rb + i] = o[i];
-			}
-		}
-	}
+	for (int gi = 0; gi < G; gi++)
+		for (int j = 0; j < N; j++) q4x4_store4(lo[gi][j], hi[gi][j], 4 * (g + gi), r0, r1, y + (size_t)j * ldy);
 }
 
 // q4x4_body for N >= Q4X4_SIGNED_N (one group per pass): see above.
 Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int64_t g, int N, const uint8_t *scr,
                                    const float *da, float *y, size_t ldy, int64_t r0, int64_t r1) {
-	const __m512i m = _mm512_set1_epi8(0x0f);
 	const __m512i eight = _mm512_set1_epi8(8);
 	const __m512i m128 = _mm512_set1_epi8((char)0x80);
 	const __m512i c4096 = _mm512_set1_epi32(4096);
-	const __m512i didx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
 	__m512 lo[8], hi[8];
 	for (int j = 0; j < N; j++) lo[j] = hi[j] = _mm512_setzero_ps();
 	const uint8_t *gp = p + (size_t)g * gbytes;
 	for (int b = 0; b < nb; b++) {
-		__m512i v = _mm512_loadu_si512((const void *)(gp + (size_t)b * 64));
-		__m512i ulo = _mm512_and_si512(v, m), uhi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
+		__m512i ulo, uhi;
+		__m512 dw;
+		q4x4_group_block(gp, nb, b, &ulo, &uhi, &dw);
 		__m512i clo = _mm512_dpbusd_epi32(c4096, ulo, m128), chi = _mm512_dpbusd_epi32(c4096, uhi, m128);
 		__m512i slo = _mm512_sub_epi8(ulo, eight), shi = _mm512_sub_epi8(uhi, eight);
-		__m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(gp + (size_t)nb * 64 + (size_t)b * 8)));
-		__m512 dw = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(d4));
 		for (int j = 0; j < N; j++) {
 			const uint8_t *s = scr + ((size_t)b * N + j) * 32;
 			__m512i alo = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)s));
@@ -193,23 +165,7 @@ Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int
 			hi[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(chi, ahi, shi)), sc, hi[j]);
 		}
 	}
-	const __m512i ridx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-	int64_t rb = 4 * g;
-	for (int j = 0; j < N; j++) {
-		__m512 v = _mm512_add_ps(lo[j], hi[j]);
-		__m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
-		t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
-		__m128 r = _mm512_castps512_ps128(_mm512_permutexvar_ps(ridx, t));
-		float *yj = y + (size_t)j * ldy;
-		if (rb >= r0 && rb + 4 <= r1) {
-			_mm_storeu_ps(yj + rb, r);
-		} else {
-			float o[4];
-			_mm_storeu_ps(o, r);
-			for (int i = 0; i < 4; i++)
-				if (rb + i >= r0 && rb + i < r1) yj[rb + i] = o[i];
-		}
-	}
+	for (int j = 0; j < N; j++) q4x4_store4(lo[j], hi[j], 4 * g, r0, r1, y + (size_t)j * ldy);
 }
 
 typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,

@@ -38,22 +38,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define QG_T __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
-#define QG_INLINE static inline __attribute__((always_inline))
+#include "q4x4_avx512.h"
 
-// qg_available: this CPU has the instructions of this file's kernel (its
-// own check: another q4x4 kernel may be available where this one is not).
-static int qg_available(void) {
-	static int ok = -1; // racy but idempotent
-	if (ok < 0) {
-		__builtin_cpu_init();
-		ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-		     __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-		     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-		     __builtin_cpu_supports("avx512vnni");
-	}
-	return ok;
-}
+#define QG_T Q4X4_AVX512_T
+#define QG_INLINE Q4X4_AVX512_INLINE
+
+// qg_available: this CPU has the instructions of this file's kernel
+// (AVX-512 VNNI; the AVX2 q4x4 kernel may be usable where this one is not).
+static int qg_available(void) { return emv_q4x4_available(); }
 
 // Prepare activation rows [0, n) of a tile: for row j and block b (index
 // j*nb + b), the int32 -8*lanesum of the 8 contract lanes (32 bytes) in
@@ -79,8 +71,6 @@ QG_T static void qg_prep(int nb, const uint8_t *a, size_t as, int n, float *da, 
 QG_T QG_INLINE void qg_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int N, const uint8_t *a,
                             size_t as, const uint8_t *ls, const float *da, int j0, float *y, size_t ldy, int64_t r0,
                             int64_t r1) {
-	const __m512i m = _mm512_set1_epi8(0x0f);
-	const __m512i didx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
 	__m512 lo[2][4], hi[2][4];
 	for (int gi = 0; gi < G; gi++)
 		for (int j = 0; j < N; j++) lo[gi][j] = hi[gi][j] = _mm512_setzero_ps();
@@ -88,14 +78,7 @@ QG_T QG_INLINE void qg_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, 
 	for (int b = 0; b < nb; b++) {
 		__m512i qlo[2], qhi[2];
 		__m512 dw[2];
-		for (int gi = 0; gi < G; gi++) {
-			const uint8_t *gp = gp0 + (size_t)gi * gbytes;
-			__m512i v = _mm512_loadu_si512((const void *)(gp + (size_t)b * 64));
-			qlo[gi] = _mm512_and_si512(v, m);
-			qhi[gi] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m);
-			__m128 d4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(gp + (size_t)nb * 64 + (size_t)b * 8)));
-			dw[gi] = _mm512_permutexvar_ps(didx, _mm512_castps128_ps512(d4));
-		}
+		for (int gi = 0; gi < G; gi++) q4x4_group_block(gp0 + (size_t)gi * gbytes, nb, b, &qlo[gi], &qhi[gi], &dw[gi]);
 		for (int j = 0; j < N; j++) {
 			size_t jb = (size_t)(j0 + j) * nb + b;
 			const uint8_t *ab = a + (size_t)(j0 + j) * as + (size_t)b * QG_Q8_BYTES + 2;
@@ -112,26 +95,9 @@ QG_T QG_INLINE void qg_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, 
 			}
 		}
 	}
-	const __m512i ridx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
-	for (int gi = 0; gi < G; gi++) {
-		int64_t rb = 4 * (g + gi);
-		for (int j = 0; j < N; j++) {
-			// lane l of chunk L: v_l = a_l + a_{l+4}; then (v0+v2) + (v1+v3).
-			__m512 v = _mm512_add_ps(lo[gi][j], hi[gi][j]);
-			__m512 t = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
-			t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
-			__m128 r = _mm512_castps512_ps128(_mm512_permutexvar_ps(ridx, t));
-			float *yj = y + (size_t)(j0 + j) * ldy;
-			if (rb >= r0 && rb + 4 <= r1) {
-				_mm_storeu_ps(yj + rb, r);
-			} else {
-				float o[4];
-				_mm_storeu_ps(o, r);
-				for (int i = 0; i < 4; i++)
-					if (rb + i >= r0 && rb + i < r1) yj[rb + i] = o[i];
-			}
-		}
-	}
+	for (int gi = 0; gi < G; gi++)
+		for (int j = 0; j < N; j++)
+			q4x4_store4(lo[gi][j], hi[gi][j], 4 * (g + gi), r0, r1, y + (size_t)(j0 + j) * ldy);
 }
 
 typedef void (*qg_fn)(const uint8_t *, size_t, int, int64_t, const uint8_t *, size_t, const uint8_t *, const float *,
