@@ -19,6 +19,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec.h"
+#include "emv_scratch.h"
 #include "emv_fp16.h"
 
 #include <math.h>
@@ -287,22 +288,6 @@ EMV_T_AVX512 static void emv_prep(int t, int nb, const uint8_t *a, size_t as, in
 	}
 }
 
-// Per-thread scratch for emv_prep (grown, never shrunk; NULL when the
-// allocation fails, and the caller falls back to the AVX2 kernel, which
-// gives the same bits).
-static __thread uint8_t *emv_scratch;
-static __thread size_t emv_scratch_cap;
-
-static uint8_t *emv_scratch_get(size_t bytes) {
-	if (bytes > emv_scratch_cap) {
-		free(emv_scratch);
-		size_t cap = (bytes + 4095) & ~(size_t)4095;
-		emv_scratch = aligned_alloc(64, cap);
-		emv_scratch_cap = emv_scratch ? cap : 0;
-	}
-	return emv_scratch;
-}
-
 // One function per (implementation, type, n): the accumulators stay in
 // registers and the j loop unrolls.
 #define EMV_FN(ISA, T, TN, N)                                                                              \
@@ -384,7 +369,10 @@ int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0,
 		const uint8_t *aj = ap + (size_t)j0 * as;
 		float *yj = y + (size_t)j0 * ldy;
 #if defined(__x86_64__)
-		uint8_t *scr = impl == EMV_AVX512VNNI && r1 - r0 > 1 ? emv_scratch_get((size_t)nn * nb * 36 + 64) : NULL;
+		// NULL when the allocation fails: the AVX2 kernel then gives the same bits.
+		uint8_t *scr = impl == EMV_AVX512VNNI && r1 - r0 > 1
+		                   ? emv_scratch_get(EMV_SCRATCH_MATVEC, (size_t)nn * nb * 36 + 64)
+		                   : NULL;
 		if (scr) {
 			float *da = (float *)scr;
 			uint8_t *aux = scr + (((size_t)nn * nb * 4 + 63) & ~(size_t)63);

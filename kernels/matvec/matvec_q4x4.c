@@ -12,6 +12,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec_q4x4.h"
+#include "emv_scratch.h"
 #include "matvec_q4x4_avx2.h"
 #include "matvec_q4x4_gemm.h" // n > 8: the tiled kernel
 
@@ -198,19 +199,6 @@ Q4X4_FN_S(7)
 Q4X4_FN_S(8)
 static const q4x4_fn q4x4_tab[8] = {q4x4_n1, q4x4_n2, q4x4_n3, q4x4_n4, q4x4_n5, q4x4_n6, q4x4_n7, q4x4_n8};
 
-// Per-thread scratch (grown, never shrunk).
-static __thread uint8_t *q4x4_scratch;
-static __thread size_t q4x4_scratch_cap;
-
-static uint8_t *q4x4_scratch_get(size_t bytes) {
-	if (bytes > q4x4_scratch_cap) {
-		free(q4x4_scratch);
-		size_t cap = (bytes + 4095) & ~(size_t)4095;
-		q4x4_scratch = aligned_alloc(64, cap);
-		q4x4_scratch_cap = q4x4_scratch ? cap : 0;
-	}
-	return q4x4_scratch;
-}
 
 int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
                     int64_t n, float *y, size_t ldy) {
@@ -223,7 +211,7 @@ int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t 
 	size_t gbytes = emv_q4x4_group_bytes(k);
 	int64_t g0 = r0 / 4, g1 = (r1 + 3) / 4;
 	// Scratch for the largest chunk of rows: MaxN * nb * (32 + 4) bytes.
-	uint8_t *scr = q4x4_scratch_get((size_t)(n < 8 ? n : 8) * nb * 36 + 64);
+	uint8_t *scr = emv_scratch_get(EMV_SCRATCH_Q4X4, (size_t)(n < 8 ? n : 8) * nb * 36 + 64);
 	if (!scr) return -2;
 	for (int64_t j0 = 0; j0 < n; j0 += 8) {
 		int nn = (int)(n - j0 < 8 ? n - j0 : 8);

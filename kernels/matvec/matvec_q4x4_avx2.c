@@ -19,6 +19,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec_q4x4_avx2.h"
+#include "emv_scratch.h"
 #include "matvec_q4x4.h"
 
 #include <stdlib.h>
@@ -168,19 +169,6 @@ typedef void (*q4a_fn)(const uint8_t *, size_t, int, const uint8_t *, size_t, co
 Q4A_KERNEL(avx2, Q4A_T, Q4A_LANE_AVX2)
 Q4A_KERNEL(vnni, Q4A_T_VNNI, Q4A_LANE_VNNI)
 
-// Per-thread scratch (grown, never shrunk).
-static __thread uint8_t *q4a_scratch;
-static __thread size_t q4a_scratch_cap;
-
-static uint8_t *q4a_scratch_get(size_t bytes) {
-	if (bytes > q4a_scratch_cap) {
-		free(q4a_scratch);
-		size_t cap = (bytes + 4095) & ~(size_t)4095;
-		q4a_scratch = aligned_alloc(64, cap);
-		q4a_scratch_cap = q4a_scratch ? cap : 0;
-	}
-	return q4a_scratch;
-}
 
 // Above 8 activation rows the rows go in tiles of Q4A_TILE_BYTES of
 // prepared activations (Q8_0 blocks, lanesums, scales: they stay in L2),
@@ -201,7 +189,7 @@ int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int
 	int64_t tile = (int64_t)(Q4A_TILE_BYTES / ((size_t)nb * (36 + Q4A_Q8_BYTES))) & ~(int64_t)7;
 	if (tile < 8) tile = 8;
 	if (tile > n) tile = n;
-	uint8_t *scr = q4a_scratch_get((size_t)tile * nb * 36 + 64);
+	uint8_t *scr = emv_scratch_get(EMV_SCRATCH_Q4X4_AVX2, (size_t)tile * nb * 36 + 64);
 	if (!scr) return -2;
 	int vnni = q4a_forced ? q4a_forced == 2 && emv_q4x4_avxvnni_available() : emv_q4x4_avxvnni_available();
 	const q4a_fn *tab = vnni ? q4a_tab_vnni : q4a_tab_avx2;

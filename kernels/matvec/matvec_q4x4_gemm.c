@@ -23,6 +23,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec_q4x4_gemm.h"
+#include "emv_scratch.h"
 
 #include "matvec_q4x4.h"
 
@@ -119,19 +120,6 @@ QG_FN(2, 3)
 QG_FN(2, 4)
 static const qg_fn qg_tab[2][4] = {{qg_g1n1, qg_g1n2, qg_g1n3, qg_g1n4}, {qg_g2n1, qg_g2n2, qg_g2n3, qg_g2n4}};
 
-// Per-thread scratch (grown, never shrunk).
-static __thread uint8_t *qg_scratch;
-static __thread size_t qg_scratch_cap;
-
-static uint8_t *qg_scratch_get(size_t bytes) {
-	if (bytes > qg_scratch_cap) {
-		free(qg_scratch);
-		size_t cap = (bytes + 4095) & ~(size_t)4095;
-		qg_scratch = aligned_alloc(64, cap);
-		qg_scratch_cap = qg_scratch ? cap : 0;
-	}
-	return qg_scratch;
-}
 
 int emv_q4x4_gemm(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t as,
                   int64_t n, float *y, size_t ldy) {
@@ -145,7 +133,7 @@ int emv_q4x4_gemm(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1
 	int64_t jt = (int64_t)(QG_TILE_BYTES / rowb) & ~(int64_t)3;
 	if (jt < 4) jt = 4;
 	if (jt > n) jt = n;
-	uint8_t *ls = qg_scratch_get((size_t)jt * nb * 36 + 64);
+	uint8_t *ls = emv_scratch_get(EMV_SCRATCH_Q4X4_GEMM, (size_t)jt * nb * 36 + 64);
 	if (!ls) return -2;
 	float *da = (float *)(ls + (size_t)jt * nb * 32);
 	for (int64_t t0 = 0; t0 < n; t0 += jt) {
