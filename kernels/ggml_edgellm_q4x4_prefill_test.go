@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand"
 	"testing"
-	"unsafe"
 )
 
 // TestMulMatEdgellmQ4x4Prefill: batches above EdgellmMaxN (prefill) run
@@ -22,25 +21,7 @@ func TestMulMatEdgellmQ4x4Prefill(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64() * 3)
 	}
-	mem := anonBytes(t, len(wb))
-	copy(mem, wb)
-	buf, err := NewBufferFromPtr(unsafe.Pointer(&mem[0]), int64(len(mem)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { buf.Close() })
-	meta, _ := NewGGMLContext(2, 0)
-	t.Cleanup(func() { meta.Close() })
-	w, _ := meta.NewTensor(GGMLTypeQ4_0, k, rows)
-	if err := buf.Place(w, 0); err != nil {
-		t.Fatal(err)
-	}
-	packed := anonBytes(t, int(EdgellmQ4x4Size(w)))
-	p, err := NewEdgellmQ4x4(w, unsafe.Pointer(&packed[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Free)
+	w, p, _ := placedQ4x4(t, wb, rows, k)
 	run := func(n, threads int, xs []float32) []float32 {
 		ctx, _ := NewGGMLContext(8, 8)
 		defer ctx.Close()

@@ -23,13 +23,12 @@ func anonBytes(tb testing.TB, n int) []byte {
 // TestMulMatEdgellmQ4x4: the op on the q4x4 copy gives bitwise the
 // plain-block op's result (hence its batch invariance) for n = 1..
 // EdgellmMaxN and 1..3 threads, on a row count that leaves partial 16-row
-// units and 4-row groups.
-func TestMulMatEdgellmQ4x4(t *testing.T) {
-	if !EdgellmQ4x4Available() {
-		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
-	}
-	const rows, k = 67, 512
-	wb, x := edgellmProblem(t, GGMLTypeQ4_0, rows, k, 3)
+
+// placedQ4x4 places the plain Q4_0 blocks wb (rows x k) as a tensor in
+// anonymous memory and makes its q4x4 copy (returned with the bytes it
+// lives in); all live until the test ends.
+func placedQ4x4(t *testing.T, wb []byte, rows, k int) (Tensor, *EdgellmQ4x4, []byte) {
+	t.Helper()
 	mem := anonBytes(t, len(wb))
 	copy(mem, wb)
 	buf, err := NewBufferFromPtr(unsafe.Pointer(&mem[0]), int64(len(mem)))
@@ -39,7 +38,7 @@ func TestMulMatEdgellmQ4x4(t *testing.T) {
 	t.Cleanup(func() { buf.Close() })
 	meta, _ := NewGGMLContext(2, 0)
 	t.Cleanup(func() { meta.Close() })
-	w, _ := meta.NewTensor(GGMLTypeQ4_0, k, rows)
+	w, _ := meta.NewTensor(GGMLTypeQ4_0, int64(k), int64(rows))
 	if err := buf.Place(w, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +52,17 @@ func TestMulMatEdgellmQ4x4(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Free)
+	return w, p, packed
+}
+
+// units and 4-row groups.
+func TestMulMatEdgellmQ4x4(t *testing.T) {
+	if !EdgellmQ4x4Available() {
+		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
+	}
+	const rows, k = 67, 512
+	wb, x := edgellmProblem(t, GGMLTypeQ4_0, rows, k, 3)
+	w, p, packed := placedQ4x4(t, wb, rows, k)
 	for n := 1; n <= EdgellmMaxN; n++ {
 		for threads := 1; threads <= 3; threads++ {
 			want := newMMGraph(t, GGMLTypeQ4_0, wb, rows, k, n, threads, true).run(t, x[:n*k])
