@@ -33,65 +33,10 @@ func withQ4x4AVX2(t testing.TB, f func()) {
 	}
 }
 
-// TestQ4x4AVX2Bitwise: the AVX2 q4x4 kernel (forced, so an AVX-512 machine
-// runs it) gives bitwise the scalar plain-block reference and, where the
-// CPU has it, the AVX-512 q4x4 kernel: every n = 1..8, 1..4 threads,
-// row counts not a multiple of 4, and row ranges [r0, r1) cutting groups.
+// TestQ4x4AVX2Bitwise: TestQ4x4Bitwise with the AVX2 q4x4 kernel forced
+// (so an AVX-512 machine runs it), maddubs and AVX-VNNI lanes.
 func TestQ4x4AVX2Bitwise(t *testing.T) {
-	rng := rand.New(rand.NewSource(31))
-	withQ4x4AVX2(t, func() {
-		for _, sh := range append(shapes, struct{ rows, k int }{70, 2048}, struct{ rows, k int }{13, 64}) {
-			w, _ := weights(rng, Q4_0, sh.rows, sh.k)
-			p, err := PackQ4x4(w, sh.rows, sh.k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			x := activations(rng, MaxN, sh.k)
-			a, single := singleRows(t, Q4_0, w, sh.rows, sh.k, x)
-			for n := 1; n <= MaxN; n++ {
-				_ = a.Set(x[:n*sh.k])
-				check := func(what string, y []float32, r0, r1 int) {
-					t.Helper()
-					for j := 0; j < n; j++ {
-						for r := r0; r < r1; r++ {
-							if got, want := math.Float32bits(y[j*sh.rows+r]), math.Float32bits(single[j][r]); got != want {
-								t.Fatalf("%dx%d n=%d %s row %d act %d: avx2 q4x4 %g (%#x), scalar %g (%#x)",
-									sh.rows, sh.k, n, what, r, j, y[j*sh.rows+r], got, single[j][r], want)
-							}
-						}
-					}
-				}
-				for threads := 1; threads <= 4; threads++ {
-					y := make([]float32, n*sh.rows)
-					if err := MulQ4x4(p, a, y, threads); err != nil {
-						t.Fatal(err)
-					}
-					check(fmt.Sprintf("threads=%d", threads), y, 0, sh.rows)
-				}
-				// Ranges that start and end inside groups: rows outside
-				// [r0, r1) are left alone.
-				for _, rr := range [][2]int{{1, sh.rows}, {0, sh.rows - 1}, {sh.rows / 3, sh.rows - sh.rows/5}, {sh.rows / 2, sh.rows/2 + 1}} {
-					r0, r1 := rr[0], rr[1]
-					if r0 >= r1 {
-						continue
-					}
-					y := make([]float32, n*sh.rows)
-					for i := range y {
-						y[i] = -7
-					}
-					mulQ4x4Range(p, r0, r1, a, y)
-					check(fmt.Sprintf("rows [%d,%d)", r0, r1), y, r0, r1)
-					for j := 0; j < n; j++ {
-						for r := 0; r < sh.rows; r++ {
-							if (r < r0 || r >= r1) && y[j*sh.rows+r] != -7 {
-								t.Fatalf("%dx%d n=%d rows [%d,%d): row %d act %d written", sh.rows, sh.k, n, r0, r1, r, j)
-							}
-						}
-					}
-				}
-			}
-		}
-	})
+	withQ4x4AVX2(t, func() { TestQ4x4Bitwise(t) })
 }
 
 // TestQ4x4AVX2Rows: above 8 activation rows (prefill; n = 9..128, row

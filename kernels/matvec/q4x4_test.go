@@ -9,14 +9,15 @@ import (
 
 // TestQ4x4Bitwise: the q4x4 kernel on the interleaved copy gives bitwise
 // the plain-block scalar reference, for every n, thread count and shape
-// (rows not a multiple of 4 included), so row j of an n-row call is the
+// (rows not a multiple of 4 included) and row ranges [r0, r1) cutting
+// groups (rows outside left alone), so row j of an n-row call is the
 // single-row call and a graph may mix the two layouts.
 func TestQ4x4Bitwise(t *testing.T) {
 	if !Q4x4Available() {
 		t.Skip("q4x4 kernels need AVX-512 VNNI or AVX2 with FMA and F16C")
 	}
 	rng := rand.New(rand.NewSource(7))
-	for _, sh := range append(shapes, struct{ rows, k int }{70, 2048}) {
+	for _, sh := range append(shapes, struct{ rows, k int }{70, 2048}, struct{ rows, k int }{13, 64}) {
 		w, _ := weights(rng, Q4_0, sh.rows, sh.k)
 		p, err := PackQ4x4(w, sh.rows, sh.k)
 		if err != nil {
@@ -26,16 +27,41 @@ func TestQ4x4Bitwise(t *testing.T) {
 		a, single := singleRows(t, Q4_0, w, sh.rows, sh.k, x)
 		for n := 1; n <= MaxN; n++ {
 			_ = a.Set(x[:n*sh.k])
+			check := func(what string, y []float32, r0, r1 int) {
+				t.Helper()
+				for j := 0; j < n; j++ {
+					for r := r0; r < r1; r++ {
+						if got, want := math.Float32bits(y[j*sh.rows+r]), math.Float32bits(single[j][r]); got != want {
+							t.Fatalf("%dx%d n=%d %s row %d act %d: q4x4 (%v) %g (%#x), scalar %g (%#x)",
+								sh.rows, sh.k, n, what, r, j, Q4x4Impl(), y[j*sh.rows+r], got, single[j][r], want)
+						}
+					}
+				}
+			}
 			for threads := 1; threads <= 4; threads++ {
 				y := make([]float32, n*sh.rows)
 				if err := MulQ4x4(p, a, y, threads); err != nil {
 					t.Fatal(err)
 				}
+				check(fmt.Sprintf("threads=%d", threads), y, 0, sh.rows)
+			}
+			// Ranges that start and end inside groups: rows outside
+			// [r0, r1) are left alone.
+			for _, rr := range [][2]int{{1, sh.rows}, {0, sh.rows - 1}, {sh.rows / 3, sh.rows - sh.rows/5}, {sh.rows / 2, sh.rows/2 + 1}} {
+				r0, r1 := rr[0], rr[1]
+				if r0 >= r1 {
+					continue
+				}
+				y := make([]float32, n*sh.rows)
+				for i := range y {
+					y[i] = -7
+				}
+				mulQ4x4Range(p, r0, r1, a, y)
+				check(fmt.Sprintf("rows [%d,%d)", r0, r1), y, r0, r1)
 				for j := 0; j < n; j++ {
 					for r := 0; r < sh.rows; r++ {
-						if got, want := math.Float32bits(y[j*sh.rows+r]), math.Float32bits(single[j][r]); got != want {
-							t.Fatalf("%dx%d n=%d threads=%d row %d act %d: %g (%#x), single-row scalar %g (%#x)",
-								sh.rows, sh.k, n, threads, r, j, y[j*sh.rows+r], got, single[j][r], want)
+						if (r < r0 || r >= r1) && y[j*sh.rows+r] != -7 {
+							t.Fatalf("%dx%d n=%d rows [%d,%d): row %d act %d written", sh.rows, sh.k, n, r0, r1, r, j)
 						}
 					}
 				}
