@@ -13,6 +13,7 @@
 #endif
 #include "matvec_q4x4.h"
 #include "emv_scratch.h"
+#include "emv_prefetch.h"
 #include "matvec_q4x4_avx2.h"
 #include "matvec_q4x4_gemm.h" // n > 8: the tiled kernel
 
@@ -112,9 +113,11 @@ Q4X4_T static void q4x4_prep(int nb, const uint8_t *a, size_t as, int n, float *
 // block are loaded once, the activation parts once per block for all G.
 // Chunk L (128 bits) of a vector is row 4g+L: int32 lanes 0..3 are its
 // contract lanes 0..3 (low nibbles) in lo, 4..7 (high nibbles) in hi.
-Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int N,
+Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int64_t g1, int N,
                                  const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,
                                  size_t ldy, int64_t r0, int64_t r1) {
+	// While this pass reads groups [g, g+G), the next pass's are prefetched.
+	emv_pf pf = emv_pf_init(p + (size_t)(g + G) * gbytes, (size_t)G * gbytes, p + (size_t)g1 * gbytes, nb);
 	__m512 lo[4][8], hi[4][8];
 	for (int gi = 0; gi < G; gi++)
 		for (int j = 0; j < N; j++) lo[gi][j] = hi[gi][j] = _mm512_setzero_ps();
@@ -122,6 +125,7 @@ Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64
 	for (int b = 0; b < nb; b++) {
 		__m512i qlo[4], qhi[4];
 		__m512 dw[4];
+		emv_pf_step(&pf, b);
 		for (int gi = 0; gi < G; gi++) q4x4_group_block(gp0 + (size_t)gi * gbytes, nb, b, &qlo[gi], &qhi[gi], &dw[gi]);
 		for (int j = 0; j < N; j++) {
 			const uint8_t *ab = a + (size_t)j * as + (size_t)b * Q4X4_Q8_BYTES + 2;
@@ -143,8 +147,9 @@ Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64
 }
 
 // q4x4_body for N >= Q4X4_SIGNED_N (one group per pass): see above.
-Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int64_t g, int N, const uint8_t *scr,
-                                   const float *da, float *y, size_t ldy, int64_t r0, int64_t r1) {
+Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int64_t g, int64_t g1, int N,
+                                   const uint8_t *scr, const float *da, float *y, size_t ldy, int64_t r0, int64_t r1) {
+	emv_pf pf = emv_pf_init(p + (size_t)(g + 1) * gbytes, gbytes, p + (size_t)g1 * gbytes, nb);
 	const __m512i eight = _mm512_set1_epi8(8);
 	const __m512i m128 = _mm512_set1_epi8((char)0x80);
 	const __m512i c4096 = _mm512_set1_epi32(4096);
@@ -154,6 +159,7 @@ Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int
 	for (int b = 0; b < nb; b++) {
 		__m512i ulo, uhi;
 		__m512 dw;
+		emv_pf_step(&pf, b);
 		q4x4_group_block(gp, nb, b, &ulo, &uhi, &dw);
 		__m512i clo = _mm512_dpbusd_epi32(c4096, ulo, m128), chi = _mm512_dpbusd_epi32(c4096, uhi, m128);
 		__m512i slo = _mm512_sub_epi8(ulo, eight), shi = _mm512_sub_epi8(uhi, eight);
@@ -179,8 +185,8 @@ typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const ui
 	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
 	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
 		int64_t g = g0;                                                                                     \
-		for (; g + GN <= g1; g += GN) q4x4_body(p, gbytes, nb, g, GN, N, a, as, scr, da, y, ldy, r0, r1);        \
-		for (; g < g1; g++) q4x4_body(p, gbytes, nb, g, 1, N, a, as, scr, da, y, ldy, r0, r1);                   \
+		for (; g + GN <= g1; g += GN) q4x4_body(p, gbytes, nb, g, GN, g1, N, a, as, scr, da, y, ldy, r0, r1);        \
+		for (; g < g1; g++) q4x4_body(p, gbytes, nb, g, 1, g1, N, a, as, scr, da, y, ldy, r0, r1);                   \
 	}
 Q4X4_FN(1, 4)
 Q4X4_FN(2, 2)
@@ -191,7 +197,7 @@ Q4X4_FN(4, 2)
 	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
 	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
 		(void)a, (void)as;                                                                                  \
-		for (int64_t g = g0; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, N, scr, da, y, ldy, r0, r1);            \
+		for (int64_t g = g0; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, g1, N, scr, da, y, ldy, r0, r1);            \
 	}
 Q4X4_FN_S(5)
 Q4X4_FN_S(6)
