@@ -146,40 +146,53 @@ Q4X4_T Q4X4_INLINE void q4x4_body(const uint8_t *p, size_t gbytes, int nb, int64
 		for (int j = 0; j < N; j++) q4x4_store4(lo[gi][j], hi[gi][j], 4 * (g + gi), r0, r1, y + (size_t)j * ldy);
 }
 
-// q4x4_body for N >= Q4X4_SIGNED_N (one group per pass): see above.
-Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int64_t g, int64_t g1, int N,
+// q4x4_body for N >= Q4X4_SIGNED_N: see above; per group and block the
+// signed nibbles and the rows' vpdpbusd start, then each activation row's
+// half blocks loaded once for all G groups.
+Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int64_t g1, int N,
                                    const uint8_t *scr, const float *da, float *y, size_t ldy, int64_t r0, int64_t r1) {
-	emv_pf pf = emv_pf_init(p + (size_t)(g + 1) * gbytes, gbytes, p + (size_t)g1 * gbytes, nb);
+	emv_pf pf = emv_pf_init(p + (size_t)(g + G) * gbytes, (size_t)G * gbytes, p + (size_t)g1 * gbytes, nb);
 	const __m512i eight = _mm512_set1_epi8(8);
 	const __m512i m128 = _mm512_set1_epi8((char)0x80);
 	const __m512i c4096 = _mm512_set1_epi32(4096);
-	__m512 lo[8], hi[8];
-	for (int j = 0; j < N; j++) lo[j] = hi[j] = _mm512_setzero_ps();
-	const uint8_t *gp = p + (size_t)g * gbytes;
+	__m512 lo[4][8], hi[4][8];
+	for (int gi = 0; gi < G; gi++)
+		for (int j = 0; j < N; j++) lo[gi][j] = hi[gi][j] = _mm512_setzero_ps();
+	const uint8_t *gp0 = p + (size_t)g * gbytes;
 	for (int b = 0; b < nb; b++) {
-		__m512i ulo, uhi;
-		__m512 dw;
+		__m512i clo[4], chi[4], slo[4], shi[4];
+		__m512 dw[4];
 		emv_pf_step(&pf, b);
-		q4x4_group_block(gp, nb, b, &ulo, &uhi, &dw);
-		__m512i clo = _mm512_dpbusd_epi32(c4096, ulo, m128), chi = _mm512_dpbusd_epi32(c4096, uhi, m128);
-		__m512i slo = _mm512_sub_epi8(ulo, eight), shi = _mm512_sub_epi8(uhi, eight);
+		for (int gi = 0; gi < G; gi++) {
+			__m512i ulo, uhi;
+			q4x4_group_block(gp0 + (size_t)gi * gbytes, nb, b, &ulo, &uhi, &dw[gi]);
+			clo[gi] = _mm512_dpbusd_epi32(c4096, ulo, m128), chi[gi] = _mm512_dpbusd_epi32(c4096, uhi, m128);
+			slo[gi] = _mm512_sub_epi8(ulo, eight), shi[gi] = _mm512_sub_epi8(uhi, eight);
+		}
 		for (int j = 0; j < N; j++) {
 			const uint8_t *s = scr + ((size_t)b * N + j) * 32;
 			__m512i alo = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)s));
 			__m512i ahi = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(s + 16)));
-			__m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(da[(size_t)b * N + j]));
-			lo[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(clo, alo, slo)), sc, lo[j]);
-			hi[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(chi, ahi, shi)), sc, hi[j]);
+			__m512 daj = _mm512_set1_ps(da[(size_t)b * N + j]);
+			for (int gi = 0; gi < G; gi++) {
+				__m512 sc = _mm512_mul_ps(dw[gi], daj);
+				lo[gi][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(clo[gi], alo, slo[gi])), sc, lo[gi][j]);
+				hi[gi][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(chi[gi], ahi, shi[gi])), sc, hi[gi][j]);
+			}
 		}
 	}
-	for (int j = 0; j < N; j++) q4x4_store4(lo[j], hi[j], 4 * g, r0, r1, y + (size_t)j * ldy);
+	for (int gi = 0; gi < G; gi++)
+		for (int j = 0; j < N; j++) q4x4_store4(lo[gi][j], hi[gi][j], 4 * (g + gi), r0, r1, y + (size_t)j * ldy);
 }
 
 typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,
                         const float *, float *, size_t, int64_t, int64_t);
 
 // One function per n: GN groups per pass (more independent chains when n
-// is small), then single groups.
+// is small; from n = 4 on, fewer activation loads per group), then single
+// groups. GN = 3 from n = 4 on: the accumulators no longer all fit in the
+// 32 zmm registers (3 x 2 x N), and some live on the stack, yet it
+// measured faster than GN = 2 and GN = 1 (RATIONALE "Bending v(n)").
 #define Q4X4_FN(N, GN)                                                                                          \
 	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
 	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
@@ -191,18 +204,20 @@ typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const ui
 Q4X4_FN(1, 4)
 Q4X4_FN(2, 2)
 Q4X4_FN(3, 2)
-Q4X4_FN(4, 2)
-#define Q4X4_FN_S(N)                                                                                            \
+Q4X4_FN(4, 3)
+#define Q4X4_FN_S(N, GN)                                                                                        \
 	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
 	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
 	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
 		(void)a, (void)as;                                                                                  \
-		for (int64_t g = g0; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, g1, N, scr, da, y, ldy, r0, r1);            \
+		int64_t g = g0;                                                                                     \
+		for (; g + GN <= g1; g += GN) q4x4_body_s(p, gbytes, nb, g, GN, g1, N, scr, da, y, ldy, r0, r1);             \
+		for (; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, 1, g1, N, scr, da, y, ldy, r0, r1);                        \
 	}
-Q4X4_FN_S(5)
-Q4X4_FN_S(6)
-Q4X4_FN_S(7)
-Q4X4_FN_S(8)
+Q4X4_FN_S(5, 3)
+Q4X4_FN_S(6, 3)
+Q4X4_FN_S(7, 3)
+Q4X4_FN_S(8, 3)
 static const q4x4_fn q4x4_tab[8] = {q4x4_n1, q4x4_n2, q4x4_n3, q4x4_n4, q4x4_n5, q4x4_n6, q4x4_n7, q4x4_n8};
 
 
