@@ -188,10 +188,10 @@ Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int
 typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,
                         const float *, float *, size_t, int64_t, int64_t);
 
-// One function per n: GN groups per pass (more independent chains when n
-// is small; from n = 4 on, fewer activation loads per group), then single
-// groups. GN = 3 from n = 4 on: the accumulators no longer all fit in the
-// 32 zmm registers (3 x 2 x N), and some live on the stack, yet it
+// One function per n: GN groups per pass (more independent chains, and
+// each activation row's loads serve GN groups), then single groups. GN =
+// 3 from n = 2 on: from n = 4 the accumulators no longer all fit in the
+// 32 zmm registers (3 x 2 x N) and some live on the stack, yet it
 // measured faster than GN = 2 and GN = 1 (RATIONALE "Bending v(n)").
 #define Q4X4_FN(N, GN)                                                                                          \
 	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
@@ -202,8 +202,8 @@ typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const ui
 		for (; g < g1; g++) q4x4_body(p, gbytes, nb, g, 1, g1, N, a, as, scr, da, y, ldy, r0, r1);                   \
 	}
 Q4X4_FN(1, 4)
-Q4X4_FN(2, 2)
-Q4X4_FN(3, 2)
+Q4X4_FN(2, 3)
+Q4X4_FN(3, 3)
 Q4X4_FN(4, 3)
 #define Q4X4_FN_S(N, GN)                                                                                        \
 	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
