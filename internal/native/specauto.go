@@ -38,18 +38,21 @@ import (
 //   - Exploring probes (exploreBudget) run, first, each K whose verify
 //     batch size was not measured twice and that could beat the choice if
 //     that batch cost no more than a plain step, v(1), at acceptances
-//     autoExploreZ standard errors above the estimates: a batch of n costs
-//     at least v(1), but need not cost at least as much as a smaller batch
-//     (ggml's repacked Q4_0 gemm takes 4 rows at a time: v(2), v(3), v(4)
-//     ≈ 2.1, 2.8, 1.2); a size is measured twice (the first batch also
-//     paid for warm-up). Then the K that would beat the choice at those
-//     raised acceptances (the choice's rate raised alike): a K that may pay
-//     but was not measured enough to tell, until its estimates narrow.
-//     They run only while what they lost against plain stays within
+//     autoExploreZ standard errors above the estimates (once the run is
+//     autoExploreHorizon plain steps long; the estimates before): a batch
+//     of n costs at least v(1), but need not cost at least as much as a
+//     smaller batch (ggml's repacked Q4_0 gemm takes 4 rows at a time:
+//     v(2), v(3), v(4) ≈ 2.1, 2.8, 1.2); a size is measured twice (the
+//     first batch also paid for warm-up). Then, while the choice is K = 0,
+//     the K that would beat plain at those raised acceptances: a K that
+//     may pay but was not measured enough to tell, until its estimates
+//     narrow (without it, a run at K = 0 learns from one probe round in up
+//     to 256 and does not come back from an unlucky start). They run only while what they lost against plain stays within
 //     autoExploreShare of the run's time (taken as at least
 //     autoExploreHorizon plain steps), so where nothing pays they cost
 //     at most 2.5% of the run plus one probe (SIMULATED, 200 rounds:
-//     0.955–0.983× plain, 0.960 with 3 steps of warm-up per batch size).
+//     0.955–0.983× plain, 0.960 with 3 steps of warm-up per batch size;
+//     the raised acceptances cost up to 2% of that over 200 rounds).
 //   - Probe rounds (specMeter.probeK) run at another K on a schedule: the
 //     formula's best K if it is not the choice, then one above or below
 //     the choice, so the measurements stay fresh.
@@ -95,7 +98,12 @@ const (
 	// acceptance estimate toward the one before it.
 	autoAcceptPrior = 4
 	// autoExploreZ is how many standard errors above its acceptance
-	// estimates a K may still pay for the exploring probes to run it.
+	// estimates a K may still pay for the exploring probes to run it,
+	// once the run is autoExploreHorizon plain steps long. From the start
+	// (the estimates' errors are largest then) they spent the budget in
+	// the first rounds of every run, which a short reply cannot win back:
+	// SIMULATED, 40 rounds, 32 streams, 0.92–0.97× plain where nothing
+	// pays (0.91–0.97 with point estimates, as now).
 	autoExploreZ = 1.5
 )
 
@@ -302,13 +310,20 @@ func (e *exploreBudget) done(m *specMeter, d time.Duration, emitted int) {
 // warm-up) and that could beat the choice if that batch cost no more than
 // a plain step (optimisticRate); the same K stays the nearest until its
 // batch was measured twice, so its two probes run back to back when the
-// budget allows. Else the K whose rate at acceptances autoExploreZ
-// standard errors above the estimates (autoSensors) beats plain and the
-// choice's rate taken as optimistically by the most: a K that may pay
-// more but was not measured enough to tell.
+// budget allows. Else, while the choice is K = 0, the K whose rate beats
+// plain by the most at acceptances raised by autoExploreZ standard errors:
+// a K that may pay but was not measured enough to tell. (While a K > 0
+// pays, the scheduled probes keep its neighbours measured; exploring them
+// too cost 2-3% at α 0.9 over 200 rounds, SIMULATED q4x4 v(n).) Before
+// the run is autoExploreHorizon plain steps long the acceptances are not
+// raised (see autoExploreZ).
 func (m *specMeter) unmeasured(k int, ss *SpecSensors, f float64) int {
 	bar := max(1+autoMargin, m.rate(ss, k, f))
-	hi := m.autoSensors(autoExploreZ)
+	z := 0.0
+	if o := &m.obs[0]; o.emitted.x > 0 && m.explore.total >= autoExploreHorizon*o.time.x/o.emitted.x {
+		z = autoExploreZ // see autoExploreZ
+	}
+	hi := m.autoSensors(z)
 	for d := 1; d < MaxSpecK; d++ {
 		for _, c := range []int{k - d, k + d} {
 			if c >= 1 && c <= MaxSpecK && m.nVer[c] < 2 && hi.optimisticRate(c) > bar {
@@ -317,9 +332,8 @@ func (m *specMeter) unmeasured(k int, ss *SpecSensors, f float64) int {
 		}
 	}
 	best := 0
-	bar = max(1+autoMargin, m.rate(&hi, k, f)) // the choice as optimistic
 	for c := 1; c <= MaxSpecK; c++ {
-		if r := m.rate(&hi, c, f); c != k && r > bar {
+		if r := m.rate(&hi, c, f); k == 0 && r > bar {
 			best, bar = c, r
 		}
 	}
