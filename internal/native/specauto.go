@@ -102,8 +102,9 @@ const (
 	// once the run is autoExploreHorizon plain steps long. From the start
 	// (the estimates' errors are largest then) they spent the budget in
 	// the first rounds of every run, which a short reply cannot win back:
-	// SIMULATED, 40 rounds, 32 streams, 0.92–0.97× plain where nothing
-	// pays (0.91–0.97 with point estimates, as now).
+	// SIMULATED, 40 rounds, 32 streams, α 0.4 (nothing pays): 0.88–0.92×
+	// plain on the repacked and q4x4 v(n) (0.91–0.97 with the estimates
+	// themselves, as now).
 	autoExploreZ = 1.5
 )
 
