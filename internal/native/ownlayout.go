@@ -127,14 +127,15 @@ func (w *Weights) planOwn(o *ownLayouts) error {
 		return fmt.Errorf("%s: edgellm layout: mmap %d bytes: %w", w.Path, size, err)
 	}
 	w.ownMem, w.own = mem, o
+	var bytes int64
+	for i := range w.units {
+		bytes += w.units[i].ownHi - w.units[i].ownLo
+	}
 	if kernels.RepackHugePages() && unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
-		o.stats.HugePageBytes += size
+		o.stats.HugePageBytes += bytes
 	}
 	o.stats.Tensors += n
-	for i := range w.units {
-		u := &w.units[i]
-		o.stats.Bytes += u.ownHi - u.ownLo
-	}
+	o.stats.Bytes += bytes
 	return nil
 }
 
