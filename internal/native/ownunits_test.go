@@ -85,7 +85,8 @@ func greedyToks(t *testing.T, e *Engine, sc engine.SessionConfig, n int) []int32
 // reported bytes follow. Every step's logits stay bitwise those of the
 // engine that never switched (our q4x4 and plain kernels agree bitwise on
 // decode steps), so greedy tokens are unchanged, and a step allocates
-// nothing after the switches. stories260K Q4_0 and a SYNTHETIC 1B-shape
+// nothing after the switches. Options.RepackLayers copies the first units
+// at load and leaves the others unwritten. stories260K Q4_0 and a SYNTHETIC 1B-shape
 // quarter-width Q4_0 model, one thread.
 func TestOwnLayoutUnitsLive(t *testing.T) {
 	if !kernels.EdgellmQ4x4Available() {
@@ -228,6 +229,37 @@ func TestOwnLayoutUnitsLive(t *testing.T) {
 			clearOwnCopies(eng)
 			if z := run(eng, toks[:1]); slices.Equal(z[0], want[0]) {
 				t.Fatal("zeroed q4x4 copies left the logits unchanged: the restored units are not read")
+			}
+
+			// RepackLayers at load: the first k units copied, the rest
+			// never written (RepackNone: none), decoding the same.
+			for _, k := range []int{2, RepackNone} {
+				e, err := Load(path, Options{Threads: 1, NoVocab: true, Kernels: KernelsEdgellm, Repack: true, RepackLayers: k})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				n := max(k, 0)
+				var b int64
+				for i, held := range ownHeld(t, e, e.sets[0]) {
+					if held != (i < n) {
+						t.Fatalf("RepackLayers %d at load: unit %d holds its copies: %v", k, i, held)
+					}
+					if i < n {
+						b += e.sets[0].units[i].bytes
+					}
+				}
+				// Slack: the huge page the last copied unit ends in (the
+				// kernel faults in a whole one when the mapping is advised
+				// for them: zeros, not copies).
+				slack := int64(n) * ps
+				if e.Report().OwnLayout.HugePageBytes > 0 && n > 0 {
+					slack += 2 << 20
+				}
+				if st, res := e.RepackState(), ownResident(t, e.sets[0]); st.Layers != n || st.Bytes != b || res > b+slack {
+					t.Fatalf("RepackLayers %d at load: state %+v, %d bytes resident, want %d", k, st, res, b)
+				}
+				same("RepackLayers at load", run(e, toks), want)
 			}
 		})
 	}
