@@ -1,40 +1,61 @@
 package native
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Auto K (Speculator.SetAuto): before each round the Speculator picks the
-// K with the highest expected rate E(K) / (K·c + v(K+1)) from its own
-// measurements (SpecSensors.BestK), and checks the choice against what
+// K with the highest expected rate E(K) / cost(K) from its own
+// measurements (specMeter.choose), and checks the choice against what
 // the rounds actually delivered:
 //
+//   - Acceptance: auto K keeps its own estimate of the acceptance at each
+//     draft position (autoAccept: a memory of autoAcceptMemory tries,
+//     each position drawn toward the one before it), not the policies'
+//     ~10-round average of SpecSensors.AcceptByPos. With that average, at
+//     α 0.6–0.65 a run of rejections read as α ≈ 0.4 often enough that
+//     auto K ended at K = 0 in every SIMULATED run where K = 3 (repacked
+//     v(n)) or K = 1 (q4x4 v(n)) pays 1.09× (0.90–0.93 of the best fixed
+//     K; on the engine 0.93× plain where K = 3 gave 1.05–1.07×).
 //   - v(1), the unit of every cost, is re-measured by a plain step every
 //     autoPlainEvery rounds while K > 0. Without it the unit is the one
 //     plain step taken before the first draft: a stale or unlucky unit
 //     (a first step that paid for warm-up, a target whose step cost moves)
 //     makes every v(n) and c wrong for the rest of the run, and K never
 //     returns to 0 to correct them.
-//   - Observed rates: the tokens emitted per unit of time of the last
-//     rounds at each K (draft, verify and bookkeeping included) against
-//     the plain steps'. A K whose observed rate is below plain is vetoed
-//     whatever the formula says: the formula assumes the costs add up and
-//     the target's step cost is the same at every position, and a round
-//     that loses in practice must not be kept. The other K's expected
-//     rates are discounted by the vetoed K's observed ÷ expected rate.
-//   - Exploring probes (exploreBudget) run each K whose verify batch size
-//     was not measured twice and that could beat the choice even if that
-//     batch cost no more than a plain step, v(1): a batch of n costs at
-//     least that, but need not cost at least as much as a smaller batch
-//     (ggml's repacked Q4_0 gemm takes 4 rows at a time: v(2), v(3), v(4)
-//     ≈ 2.1, 2.8, 1.2). A size is measured twice (the first batch also
-//     paid for warm-up), and the probes run only while what
-//     they lost stays within autoExploreShare of the run's time (taken as
-//     at least autoExploreHorizon plain steps): at most two rounds per K,
-//     2·MaxSpecK = 16 in all, and on a smooth v(n) where nothing pays they
-//     cost at most 2.5% of the run plus one probe (SIMULATED, 200 rounds:
-//     0.955–0.988× plain, 0.960 with 3 steps of warm-up per batch size).
+//   - Observed costs: once a K ran autoMinRounds rounds, its cost is their
+//     time ÷ a plain round's (draft, verify and bookkeeping included), not
+//     the formula's K·c + v(K+1), which assumes the costs add up and the
+//     target's step cost is the same at every position: a K whose rounds
+//     lose in practice is not kept. The other K's formula costs are
+//     raised by the largest observed ÷ formula cost (discount), so the
+//     same error does not just move the choice to the next K. It was the
+//     observed token rate (a veto below plain, a discount by observed ÷
+//     expected rate): that carried the acceptance's noise, and a K that
+//     lost by a few percent by chance discounted every K (in a SIMULATED
+//     α 0.7 run, by 0.91–0.95 for hundreds of rounds).
+//   - Exploring probes (exploreBudget) run, first, each K whose verify
+//     batch size was not measured twice and that could beat the choice if
+//     that batch cost no more than a plain step, v(1), at acceptances
+//     autoExploreZ standard errors above the estimates (once the run is
+//     autoExploreHorizon plain steps long; the estimates before): a batch
+//     of n costs at least v(1), but need not cost at least as much as a
+//     smaller batch (ggml's repacked Q4_0 gemm takes 4 rows at a time:
+//     v(2), v(3), v(4) ≈ 2.1, 2.8, 1.2); a size is measured twice (the
+//     first batch also paid for warm-up). Then, while the choice is K = 0,
+//     the K that would beat plain at those raised acceptances: a K that
+//     may pay but was not measured enough to tell, until its estimates
+//     narrow (without it, a run at K = 0 learns from one probe round in up
+//     to 256 and does not come back from an unlucky start). They run only while what they lost against plain stays within
+//     autoExploreShare of the run's time (taken as at least
+//     autoExploreHorizon plain steps), so where nothing pays they cost
+//     at most 2.5% of the run plus one probe (SIMULATED, 200 rounds:
+//     0.955–0.983× plain, 0.960 with 3 steps of warm-up per batch size;
+//     the raised acceptances cost up to 2% of that over 200 rounds).
 //   - Probe rounds (specMeter.probeK) run at another K on a schedule: the
-//     vetoed K, then one above or below the choice, so the measurements
-//     stay fresh.
+//     formula's best K if it is not the choice, then one above or below
+//     the choice, so the measurements stay fresh.
 
 const (
 	// autoProbeEvery is the period of the probe rounds.
@@ -44,8 +65,8 @@ const (
 	autoPlainEvery = 32
 	// autoMargin is how much a K's expected rate must beat plain by.
 	autoMargin = 0.02
-	// autoMinRounds is how many rounds at a K its observed rate needs
-	// before it can veto that K.
+	// autoMinRounds is how many rounds at a K it takes before their
+	// observed cost replaces the formula's (observedCost).
 	autoMinRounds = 5
 	// autoStartK is the K of the rounds that take the first acceptance and
 	// draft-cost readings. It was 4: on a CPU where a batch of n costs n
@@ -70,6 +91,21 @@ const (
 	// autoMaxBackoff bounds how far probes are spaced while K stays 0:
 	// every autoProbeEvery << autoMaxBackoff rounds (256). It was 2 (64).
 	autoMaxBackoff = 4
+	// autoAcceptMemory is how many tries at a draft position auto K's
+	// acceptance estimate remembers (autoAccept).
+	autoAcceptMemory = 128
+	// autoAcceptPrior is how many pseudo-tries draw a position's
+	// acceptance estimate toward the one before it.
+	autoAcceptPrior = 4
+	// autoExploreZ is how many standard errors above its acceptance
+	// estimates a K may still pay for the exploring probes to run it,
+	// once the run is autoExploreHorizon plain steps long. From the start
+	// (the estimates' errors are largest then) they spent the budget in
+	// the first rounds of every run, which a short reply cannot win back:
+	// SIMULATED, 40 rounds, 32 streams, α 0.4 (nothing pays): 0.88–0.92×
+	// plain on the repacked and q4x4 v(n) (0.91–0.97 with the estimates
+	// themselves, as now).
+	autoExploreZ = 1.5
 )
 
 // observed is the smoothed outcome of the rounds that drafted n tokens.
@@ -94,39 +130,80 @@ func (m *specMeter) roundDone(nd, emitted int, d time.Duration) {
 		o.emitted, o.time = smooth{}, smooth{}
 	}
 	m.explore.done(m, d, emitted)
+	if nd > 0 {
+		m.autoAcc.add(nd, emitted-1) // a drafting round emits j+1
+	}
 	o.emitted.add(float64(emitted))
 	o.time.add(d.Seconds())
 	o.rounds++
 }
 
-// vetoed reports whether the rounds at K = k delivered fewer tokens per
-// second than the plain steps.
-func (m *specMeter) vetoed(k int) bool {
+// observedCost is the cost of a round that drafts k tokens, in plain
+// rounds, as the rounds at k measured it (their time ÷ a plain round's):
+// 0 before autoMinRounds of them. It includes what the formula's K·c +
+// v(K+1) leaves out (bookkeeping, a draft sync, a step cost that changes
+// with the position), and unlike an observed token rate it does not carry
+// the acceptance's noise.
+func (m *specMeter) observedCost(k int) float64 {
 	ok, o0 := &m.obs[k], &m.obs[0]
-	return ok.rounds >= autoMinRounds && o0.rounds >= 2 && ok.rate() < o0.rate()
+	if k <= 0 || ok.rounds < autoMinRounds || o0.rounds < 2 || o0.time.x <= 0 {
+		return 0
+	}
+	return ok.time.x / o0.time.x
 }
 
-// realized is the smallest ratio of observed to expected rate over the
-// vetoed K (1 when none is): when the rounds at one K deliver less than
-// the formula says, the formula's other K are discounted by as much, so a
-// veto does not just move on to the next K the same error favours.
-func (m *specMeter) realized(ss *SpecSensors) float64 {
+// discount is the smallest ratio of the formula's cost to the observed
+// one over the K that have an observed cost (capped at 1): the formula's
+// other K are charged as much more, so a cost the formula misses at one K
+// does not just move the choice to the next K the same error favours.
+func (m *specMeter) discount(ss *SpecSensors) float64 {
 	f := 1.0
 	for k := 1; k <= MaxSpecK; k++ {
-		if m.vetoed(k) {
-			if e := ss.ExpectedRate(k); e > 0 {
-				f = min(f, m.obs[k].rate()/m.obs[0].rate()/e)
-			}
+		if t := m.observedCost(k); t > 0 {
+			f = min(f, (float64(k)*float64(ss.DraftCost)+ss.verifyCost(k+1))/t)
 		}
 	}
 	return f
 }
 
+// rate is auto K's expected tokens per plain round at k (1 at k = 0): the
+// acceptance of ss over the observed cost, else over the formula's cost
+// divided by the discount f.
+func (m *specMeter) rate(ss *SpecSensors, k int, f float64) float64 {
+	if k <= 0 {
+		return 1
+	}
+	e := ss.tokens(k)
+	if t := m.observedCost(k); t > 0 {
+		return e / t
+	}
+	return e * f / (float64(k)*float64(ss.DraftCost) + ss.verifyCost(k+1))
+}
+
+// tokens is E(K), the expected tokens of a round that drafts k.
+func (ss *SpecSensors) tokens(k int) float64 {
+	o := *ss
+	o.DraftCost, o.VerifyCost[k] = 0, 1
+	return o.ExpectedRate(k)
+}
+
+// choose is the K with the highest rate that beats plain by autoMargin
+// (0 when none does).
+func (m *specMeter) choose(ss *SpecSensors, f float64) int {
+	best, r := 0, 1+autoMargin
+	for k := 1; k <= MaxSpecK; k++ {
+		if x := m.rate(ss, k, f); x > r {
+			best, r = k, x
+		}
+	}
+	return best
+}
+
 // nextK is the choice of K and the K of round step (1-based; they differ
 // in probe rounds and plain refresh steps) in auto mode, from the
-// measurements so far: the best K by the formula among those not vetoed.
+// measurements so far.
 func (m *specMeter) nextK(step int) (choice, round int) {
-	ss := m.sensors()
+	ss := m.autoSensors(0)
 	switch {
 	case m.nVer[0] < 2:
 		return 0, 0 // measure plain steps first (the first one warms up)
@@ -134,11 +211,12 @@ func (m *specMeter) nextK(step int) (choice, round int) {
 		return autoStartK, autoStartK
 	}
 	best := ss.BestK(MaxSpecK, autoMargin)
-	k := ss.bestKExcept(MaxSpecK, autoMargin, m.vetoed, m.realized(&ss))
+	f := m.discount(&ss)
+	k := m.choose(&ss, f)
 	if k > 0 {
 		m.backoff = 0
 	}
-	if c := m.explore.next(m, k, &ss); c > 0 {
+	if c := m.explore.next(m, k, &ss, f); c > 0 {
 		return k, c
 	}
 	switch {
@@ -168,8 +246,9 @@ func (m *specMeter) probeRound(step int, learning bool) bool {
 }
 
 // probeK is the K of a scheduled probe round, k the choice and best the
-// formula's choice before vetoes: the vetoed best (the conditions may have
-// changed), else one above or below k in turn. (It also took the K nearest
+// formula's choice (no observed costs): that best if it is not the
+// choice (the conditions may have changed), else one above or below k in
+// turn. (It also took the K nearest
 // k whose batch was never measured: exploreBudget does that now, paced by
 // what it costs instead of by the schedule.)
 func (m *specMeter) probeK(step, k, best int, ss *SpecSensors) int {
@@ -192,17 +271,21 @@ type exploreBudget struct {
 	probing     bool    // the current round is one
 }
 
-// next is the K of an exploring probe round (0 = none now) for choice k.
-func (e *exploreBudget) next(m *specMeter, k int, ss *SpecSensors) int {
-	c := m.unmeasured(k, ss)
+// next is the K of an exploring probe round (0 = none now) for choice k
+// (f: the discount).
+func (e *exploreBudget) next(m *specMeter, k int, ss *SpecSensors, f float64) int {
+	c := m.unmeasured(k, ss, f)
 	o := &m.obs[0]
 	if c == 0 || o.emitted.x <= 0 {
 		return 0
 	}
-	// what the probe would lose, in plain steps, if its batch cost what
-	// the formula extrapolates (the loss is booked as measured after)
-	cost := float64(c)*float64(ss.DraftCost) + ss.verifyCost(c+1)
-	lose := cost * (1 - ss.ExpectedRate(c))
+	// what the probe would lose, in plain rounds, by the estimates (the
+	// loss is booked as measured after)
+	cost := m.observedCost(c)
+	if cost == 0 {
+		cost = (float64(c)*float64(ss.DraftCost) + ss.verifyCost(c+1)) / f
+	}
+	lose := cost * (1 - m.rate(ss, c, f))
 	step := o.time.x / o.emitted.x // seconds per token of a plain step
 	if e.loss+max(0, lose)*step > autoExploreShare*max(e.total, autoExploreHorizon*step) {
 		return 0
@@ -222,22 +305,40 @@ func (e *exploreBudget) done(m *specMeter, d time.Duration, emitted int) {
 	}
 }
 
-// unmeasured is the K nearest k (the smaller first) whose verify batch was
+// unmeasured is the K an exploring probe should run for choice k, 0 when
+// none: first the K nearest k (the smaller first) whose verify batch was
 // measured at most once (the first batch of a size also pays for its
-// warm-up) and that could beat the choice k if that batch cost no more than
-// a plain step (optimisticRate), 0 when there is none. The same K stays the
-// nearest until its batch was measured twice, so its two probes run back
-// to back when the budget allows.
-func (m *specMeter) unmeasured(k int, ss *SpecSensors) int {
-	bar := max(1+autoMargin, ss.ExpectedRate(k))
+// warm-up) and that could beat the choice if that batch cost no more than
+// a plain step (optimisticRate); the same K stays the nearest until its
+// batch was measured twice, so its two probes run back to back when the
+// budget allows. Else, while the choice is K = 0, the K whose rate beats
+// plain by the most at acceptances raised by autoExploreZ standard errors:
+// a K that may pay but was not measured enough to tell. (While a K > 0
+// pays, the scheduled probes keep its neighbours measured; exploring them
+// too cost 2-3% at α 0.9 over 200 rounds, SIMULATED q4x4 v(n).) Before
+// the run is autoExploreHorizon plain steps long the acceptances are not
+// raised (see autoExploreZ).
+func (m *specMeter) unmeasured(k int, ss *SpecSensors, f float64) int {
+	bar := max(1+autoMargin, m.rate(ss, k, f))
+	z := 0.0
+	if o := &m.obs[0]; o.emitted.x > 0 && m.explore.total >= autoExploreHorizon*o.time.x/o.emitted.x {
+		z = autoExploreZ // see autoExploreZ
+	}
+	hi := m.autoSensors(z)
 	for d := 1; d < MaxSpecK; d++ {
 		for _, c := range []int{k - d, k + d} {
-			if c >= 1 && c <= MaxSpecK && m.nVer[c] < 2 && ss.optimisticRate(c) > bar {
+			if c >= 1 && c <= MaxSpecK && m.nVer[c] < 2 && hi.optimisticRate(c) > bar {
 				return c
 			}
 		}
 	}
-	return 0
+	best := 0
+	for c := 1; c <= MaxSpecK; c++ {
+		if r := m.rate(&hi, c, f); k == 0 && r > bar {
+			best, bar = c, r
+		}
+	}
+	return best
 }
 
 // optimisticRate is ExpectedRate(k) with a verify batch of k+1 costing one
@@ -252,4 +353,43 @@ func (ss *SpecSensors) optimisticRate(k int) float64 {
 	o := *ss
 	o.VerifyCost[k] = 1
 	return o.ExpectedRate(k)
+}
+
+// autoAccept is auto K's estimate of the acceptance at each draft
+// position: decayed counts of the drafts accepted and tried there (a
+// memory of autoAcceptMemory tries), each position's estimate drawn toward
+// the one before it by autoAcceptPrior pseudo-tries (position 0 toward 0.5
+// by one). SpecSensors.AcceptByPos (an average of the last ~10 rounds, for
+// the policies) was auto K's: at α 0.65 its noise (±0.11) turned the
+// choice over whenever it ran low, and once at K = 0 the probes (one round
+// each, up to 256 rounds apart) could not bring it back; positions 2 and 3,
+// reached by few rounds, read as 0.25 after two (SIMULATED).
+type autoAccept struct {
+	acc, n [MaxSpecK]float64
+}
+
+// add records a round that drafted nd tokens and accepted j.
+func (a *autoAccept) add(nd, j int) {
+	const keep = 1 - 1.0/autoAcceptMemory
+	for i := 0; i < nd && i <= j; i++ {
+		a.n[i] = a.n[i]*keep + 1
+		a.acc[i] *= keep
+		if i < j {
+			a.acc[i]++
+		}
+	}
+}
+
+// autoSensors are the sensors with auto K's acceptance estimates, raised
+// by z standard errors.
+func (m *specMeter) autoSensors(z float64) SpecSensors {
+	ss := m.sensors()
+	prior, w := 0.5, 1.0
+	for i := range ss.AcceptByPos {
+		a := &m.autoAcc
+		x := (a.acc[i] + w*prior) / (a.n[i] + w)
+		ss.AcceptByPos[i] = float32(min(1, x+z*math.Sqrt(x*(1-x)/(a.n[i]+w))))
+		prior, w = x, autoAcceptPrior
+	}
+	return ss
 }

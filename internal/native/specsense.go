@@ -42,6 +42,7 @@ type specMeter struct {
 	obs       [MaxSpecK + 1]observed // whole rounds by tokens drafted (specauto.go)
 	backoff   int                    // auto K's probes are autoProbeEvery << backoff apart
 	explore   exploreBudget          // auto K's probes of unmeasured batch sizes (specauto.go)
+	autoAcc   autoAccept             // auto K's own acceptance estimates (specauto.go)
 }
 
 // smooth is the running mean of the first 1/specEMA samples, then their

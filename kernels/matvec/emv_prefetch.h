@@ -10,6 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// emv_pf_off: nonzero turns every kernel's software prefetch off (a
+// measurement switch for one-process before/after ratios, SetPrefetch in
+// tests and benchmarks; prefetch never changes a result). Defined in
+// matvec.c.
+extern int emv_pf_off;
+
 // emv_pf: bytes [p, end) prefetched in steps of step bytes (a multiple of
 // the 64-byte line), one step per emv_pf_step call.
 typedef struct {
@@ -19,16 +25,27 @@ typedef struct {
 
 // emv_pf_init: the next stretch starts at next and is bytes long, clipped
 // at limit (the end of what this call may read); it is spread over steps
-// calls. A stretch past limit prefetches nothing.
+// calls, line by line from the line holding next. A stretch past limit
+// prefetches nothing.
 static inline __attribute__((always_inline)) emv_pf emv_pf_init(const uint8_t *next, size_t bytes,
                                                                 const uint8_t *limit, int steps) {
 	emv_pf pf;
-	pf.p = next;
-	pf.end = (uintptr_t)next >= (uintptr_t)limit ? next
-	         : (size_t)(limit - next) < bytes   ? limit
-	                                            : next + bytes;
-	pf.step = ((bytes + (size_t)steps - 1) / (size_t)steps + 63) & ~(size_t)63;
+	pf.p = (const uint8_t *)((uintptr_t)next & ~(uintptr_t)63); // the line holding next
+	pf.end = emv_pf_off || (uintptr_t)next >= (uintptr_t)limit ? pf.p
+	         : (size_t)(limit - next) < bytes                  ? limit
+	                                                           : next + bytes;
+	size_t span = (size_t)(pf.end - pf.p);
+	pf.step = ((span + (size_t)steps - 1) / (size_t)steps + 63) & ~(size_t)63;
 	return pf;
+}
+
+// emv_pf_rows: the stretch after a pass over rows [r, r+R) of a row-major
+// matrix (row r at w + r*ws, rowb bytes of it read), i.e. rows [r+R, r+2R),
+// clipped at the end of row r1-1 (the last row this call reads); spread
+// over steps calls.
+static inline __attribute__((always_inline)) emv_pf emv_pf_rows(const uint8_t *w, size_t ws, size_t rowb, int64_t r,
+                                                                int R, int64_t r1, int steps) {
+	return emv_pf_init(w + (size_t)(r + R) * ws, (size_t)R * ws, w + (size_t)(r1 - 1) * ws + rowb, steps);
 }
 
 // emv_pf_range: step i's bytes [*q, *e); 0 when it has none.

@@ -21,6 +21,7 @@
 #include "matvec.h"
 #include "emv_scratch.h"
 #include "emv_fp16.h"
+#include "emv_prefetch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+int emv_pf_off; // emv_prefetch.h
 
 // f32 -> fp16, round to nearest even (what ggml's GGML_FP32_TO_FP16 gives).
 static inline uint16_t emv_f2h(float f) {
@@ -142,14 +145,20 @@ EMV_T_AVX2 EMV_INLINE __m256i emv_load_w(int t, const uint8_t *blk) {
 }
 
 // |w| <= 128 and |a| <= 127: maddubs pairs stay below 2^15.
-EMV_T_AVX2 EMV_INLINE void emv_avx2_row(int t, const uint8_t *wr, int nb, const uint8_t *a, size_t as,
-                                        int n, float *y, size_t ldy, int64_t r) {
+// While row r computes, row r+1 (up to row r1-1) is prefetched, for n <= 4:
+// at n = 8 the kernel runs at ~1 GB/s, bound by its arithmetic, and the
+// prefetch measured 0.89-1.08x (RATIONALE "Software prefetch").
+EMV_T_AVX2 EMV_INLINE void emv_avx2_row(int t, const uint8_t *w, size_t ws, int nb, const uint8_t *a, size_t as,
+                                        int n, float *y, size_t ldy, int64_t r, int64_t r1) {
 	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
+	const uint8_t *wr = w + (size_t)r * ws;
+	emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 1, n <= 4 ? r1 : r + 1, nb);
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc[EMV_MAXN];
 	for (int j = 0; j < n; j++) acc[j] = _mm256_setzero_ps();
 	for (int b = 0; b < nb; b++) {
 		const uint8_t *blk = wr + (size_t)b * bsz;
+		emv_pf_step(&pf, b);
 		__m256i wv = emv_load_w(t, blk);
 		float dw = emv_h2f_x(blk);
 		__m256i aw = _mm256_sign_epi8(wv, wv);
@@ -166,7 +175,7 @@ EMV_T_AVX2 EMV_INLINE void emv_avx2_row(int t, const uint8_t *wr, int nb, const 
 
 EMV_T_AVX2 EMV_INLINE void emv_avx2_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
                                       const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
-	for (int64_t r = r0; r < r1; r++) emv_avx2_row(t, w + (size_t)r * ws, nb, a, as, n, y, ldy, r);
+	for (int64_t r = r0; r < r1; r++) emv_avx2_row(t, w, ws, nb, a, as, n, y, ldy, r, r1);
 }
 
 // AVX-512: two weight rows per zmm (row r in the low half, r+1 in the high
@@ -220,10 +229,13 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	// (more in flight at n = 1), one activation load for both pairs.
 	for (; r + 3 < r1; r += 4) {
 		const uint8_t *w0 = w + (size_t)r * ws;
+		// While these 4 rows compute, the next 4 are prefetched.
+		emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 4, r1, nb);
 		__m512 acc[EMV_MAXN], acc2[EMV_MAXN];
 		for (int j = 0; j < n; j++) acc[j] = acc2[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
 			const uint8_t *b0 = w0 + (size_t)b * bsz;
+			emv_pf_step(&pf, b);
 			__m512i q, q2, init, init2;
 			__m512 dw, dw2;
 			emv_pair_w(t, b0, b0 + ws, &q, &dw, &init);
@@ -248,10 +260,12 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	}
 	for (; r + 1 < r1; r += 2) {
 		const uint8_t *w0 = w + (size_t)r * ws;
+		emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 2, r1, nb);
 		__m512 acc[EMV_MAXN];
 		for (int j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
 			const uint8_t *b0 = w0 + (size_t)b * bsz;
+			emv_pf_step(&pf, b);
 			__m512i q, init;
 			__m512 dw;
 			emv_pair_w(t, b0, b0 + ws, &q, &dw, &init);
@@ -269,7 +283,7 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 			y[(size_t)j * ldy + r + 1] = emv_hsum256(_mm512_extractf32x8_ps(acc[j], 1));
 		}
 	}
-	if (r < r1) emv_avx2_row(t, w + (size_t)r * ws, nb, a, as, n, y, ldy, r);
+	if (r < r1) emv_avx2_row(t, w, ws, nb, a, as, n, y, ldy, r, r1);
 }
 
 // emv_prep fills the per-activation parts of the AVX-512 kernel for n rows.

@@ -20,6 +20,7 @@
 #endif
 #include "matvec_q4x4_avx2.h"
 #include "emv_scratch.h"
+#include "emv_prefetch.h"
 #include "matvec_q4x4.h"
 
 #include <stdlib.h>
@@ -96,14 +97,18 @@ Q4A_T Q4A_INLINE float q4a_hsum(__m256 acc) {
 }
 
 // Rows i0..i0+R-1 of group gp (first row index rb), N activation rows.
+// The pass with i0 = 0 streams the group from memory (the others hit L1):
+// it prefetches the next group into L2, up to pflim (NULL: none).
 // Q4A_LANE is the exact int32 lane of row i (q[i]) and activation av:
 // maddubs + madd, or AVX-VNNI's vpdpbusd (the same integers).
 #define Q4A_LANE_AVX2 _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(q[i], av), ones), x)
 #define Q4A_LANE_VNNI _mm256_dpbusd_avx_epi32(x, q[i], av)
 #define Q4A_BODY(SUF, TARGET, LANE)                                                                              \
-	TARGET Q4A_INLINE void q4a_body_##SUF(const uint8_t *gp, int nb, int i0, int R, int N, const uint8_t *a,      \
-	                                      size_t as, const uint8_t *scr, const float *da, float *y, size_t ldy,  \
-	                                      int64_t rb, int64_t r0, int64_t r1) {                                  \
+	TARGET Q4A_INLINE void q4a_body_##SUF(const uint8_t *gp, size_t gbytes, int nb, int i0, int R, int N,        \
+	                                      const uint8_t *a, size_t as, const uint8_t *scr, const float *da,      \
+	                                      float *y, size_t ldy, int64_t rb, int64_t r0, int64_t r1,              \
+	                                      const uint8_t *pflim) {                                                \
+		emv_pf pf = emv_pf_init(gp + gbytes, gbytes, i0 ? NULL : pflim, nb);                                    \
 		const __m256i m = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);                                  \
 		const __m256i sh = _mm256_set_epi64x(4, 4, 0, 0);                                                       \
 		(void)ones;                                                                                             \
@@ -113,6 +118,7 @@ Q4A_T Q4A_INLINE float q4a_hsum(__m256 acc) {
 		for (int b = 0; b < nb; b++) {                                                                          \
 			__m256i q[4];                                                                                       \
 			__m256 dw[4];                                                                                       \
+			emv_pf_step(&pf, b);                                                                                \
 			for (int i = 0; i < R; i++) {                                                                       \
 				__m256i v = _mm256_broadcastsi128_si256(                                                        \
 				    _mm_loadu_si128((const __m128i *)(gp + (size_t)b * 64 + 16 * (i0 + i))));                   \
@@ -138,19 +144,19 @@ Q4A_T Q4A_INLINE float q4a_hsum(__m256 acc) {
 	}
 
 typedef void (*q4a_fn)(const uint8_t *, size_t, int, const uint8_t *, size_t, const uint8_t *, const float *,
-                       float *, size_t, int64_t, int64_t);
+                       float *, size_t, int64_t, int64_t, const uint8_t *);
 
 // One function per n: R rows of a group per pass (R*N <= 8 accumulators).
 #define Q4A_FN(SUF, TARGET, N, R)                                                                           \
 	TARGET static void q4a_n##N##_##SUF(const uint8_t *p, size_t gbytes, int nb, const uint8_t *a, size_t as,  \
 	                                    const uint8_t *scr, const float *da, float *y, size_t ldy, int64_t r0, \
-	                                    int64_t r1) {                                                          \
+	                                    int64_t r1, const uint8_t *pflim) {                                    \
 		for (int64_t g = r0 / 4; g < (r1 + 3) / 4; g++) {                                                   \
 			const uint8_t *gp = p + (size_t)g * gbytes;                                                     \
 			for (int i0 = 0; i0 < 4; i0 += R) {                                                             \
 				int64_t rb = 4 * g + i0;                                                                    \
 				if (rb + R > r0 && rb < r1)                                                                 \
-					q4a_body_##SUF(gp, nb, i0, R, N, a, as, scr, da, y, ldy, rb, r0, r1);                   \
+					q4a_body_##SUF(gp, gbytes, nb, i0, R, N, a, as, scr, da, y, ldy, rb, r0, r1, pflim);    \
 			}                                                                                               \
 		}                                                                                                   \
 	}
@@ -193,6 +199,9 @@ int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int
 	if (!scr) return -2;
 	int vnni = q4a_forced ? q4a_forced == 2 && emv_q4x4_avxvnni_available() : emv_q4x4_avxvnni_available();
 	const q4a_fn *tab = vnni ? q4a_tab_vnni : q4a_tab_avx2;
+	// Prefetch stops at the end of this call's last group; in a tile only
+	// the first 8-row chunk streams the weights from memory.
+	const uint8_t *lim = (const uint8_t *)p + (size_t)((r1 + 3) / 4) * gbytes;
 	for (int64_t t0 = 0; t0 < n; t0 += tile) {
 		int64_t tn = n - t0 < tile ? n - t0 : tile;
 		// chunk c (8 rows from j0 = t0 + 8c): lanesums then scales, at scr + 8c*nb*36
@@ -203,7 +212,7 @@ int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int
 		}
 		if (tn <= 8) {
 			tab[tn - 1]((const uint8_t *)p, gbytes, nb, (const uint8_t *)a + (size_t)t0 * as, as, scr,
-			            (const float *)(scr + (size_t)tn * nb * 32), y + (size_t)t0 * ldy, ldy, r0, r1);
+			            (const float *)(scr + (size_t)tn * nb * 32), y + (size_t)t0 * ldy, ldy, r0, r1, lim);
 			continue;
 		}
 		for (int64_t s0 = r0, s1; s0 < r1; s0 = s1) {
@@ -213,7 +222,8 @@ int emv_q4x4_matvec_avx2(const void *p, int64_t rows, int64_t k, int64_t r0, int
 				int nn = (int)(t0 + tn - j0 < 8 ? t0 + tn - j0 : 8);
 				const uint8_t *sc = scr + (size_t)(j0 - t0) * nb * 36;
 				tab[nn - 1]((const uint8_t *)p, gbytes, nb, (const uint8_t *)a + (size_t)j0 * as, as, sc,
-				            (const float *)(sc + (size_t)nn * nb * 32), y + (size_t)j0 * ldy, ldy, s0, s1);
+				            (const float *)(sc + (size_t)nn * nb * 32), y + (size_t)j0 * ldy, ldy, s0, s1,
+				            j0 == t0 ? lim : NULL);
 			}
 		}
 	}

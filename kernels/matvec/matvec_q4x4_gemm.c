@@ -24,6 +24,7 @@
 #endif
 #include "matvec_q4x4_gemm.h"
 #include "emv_scratch.h"
+#include "emv_prefetch.h"
 
 #include "matvec_q4x4.h"
 
@@ -68,10 +69,14 @@ QG_T static void qg_prep(int nb, const uint8_t *a, size_t as, int n, float *da, 
 }
 
 // G groups from g (G <= 2) times N activation rows (N <= 4) starting at
-// tile row j0: the register block.
+// tile row j0: the register block. The first register block of a tile
+// over groups g.. (j0 = 0) is the one that streams them from memory: it
+// prefetches the next G groups (up to the thread's last, pflim) into L2;
+// the other blocks re-read groups already in L1 and pass pflim = NULL.
 QG_T QG_INLINE void qg_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, int G, int N, const uint8_t *a,
                             size_t as, const uint8_t *ls, const float *da, int j0, float *y, size_t ldy, int64_t r0,
-                            int64_t r1) {
+                            int64_t r1, const uint8_t *pflim) {
+	emv_pf pf = emv_pf_init(p + (size_t)(g + G) * gbytes, (size_t)G * gbytes, pflim, nb);
 	__m512 lo[2][4], hi[2][4];
 	for (int gi = 0; gi < G; gi++)
 		for (int j = 0; j < N; j++) lo[gi][j] = hi[gi][j] = _mm512_setzero_ps();
@@ -79,6 +84,7 @@ QG_T QG_INLINE void qg_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, 
 	for (int b = 0; b < nb; b++) {
 		__m512i qlo[2], qhi[2];
 		__m512 dw[2];
+		emv_pf_step(&pf, b);
 		for (int gi = 0; gi < G; gi++) q4x4_group_block(gp0 + (size_t)gi * gbytes, nb, b, &qlo[gi], &qhi[gi], &dw[gi]);
 		for (int j = 0; j < N; j++) {
 			size_t jb = (size_t)(j0 + j) * nb + b;
@@ -102,13 +108,13 @@ QG_T QG_INLINE void qg_body(const uint8_t *p, size_t gbytes, int nb, int64_t g, 
 }
 
 typedef void (*qg_fn)(const uint8_t *, size_t, int, int64_t, const uint8_t *, size_t, const uint8_t *, const float *,
-                      int, float *, size_t, int64_t, int64_t);
+                      int, float *, size_t, int64_t, int64_t, const uint8_t *);
 
 #define QG_FN(G, N)                                                                                              \
 	QG_T static void qg_g##G##n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g, const uint8_t *a,          \
 	                               size_t as, const uint8_t *ls, const float *da, int j0, float *y, size_t ldy,   \
-	                               int64_t r0, int64_t r1) {                                                     \
-		qg_body(p, gbytes, nb, g, G, N, a, as, ls, da, j0, y, ldy, r0, r1);                                      \
+	                               int64_t r0, int64_t r1, const uint8_t *pflim) {                               \
+		qg_body(p, gbytes, nb, g, G, N, a, as, ls, da, j0, y, ldy, r0, r1, pflim);                               \
 	}
 QG_FN(1, 1)
 QG_FN(1, 2)
@@ -141,11 +147,15 @@ int emv_q4x4_gemm(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1
 		const uint8_t *at = (const uint8_t *)a + (size_t)t0 * as;
 		float *yt = y + (size_t)t0 * ldy;
 		qg_prep(nb, at, as, nt, da, ls);
+		const uint8_t *lim = (const uint8_t *)p + (size_t)g1 * gbytes;
 		for (int64_t g = g0; g < g1; g += 2) {
 			int G = g + 2 <= g1 ? 2 : 1;
 			int j = 0;
-			for (; j + 4 <= nt; j += 4) qg_tab[G - 1][3]((const uint8_t *)p, gbytes, nb, g, at, as, ls, da, j, yt, ldy, r0, r1);
-			if (j < nt) qg_tab[G - 1][nt - j - 1]((const uint8_t *)p, gbytes, nb, g, at, as, ls, da, j, yt, ldy, r0, r1);
+			for (; j + 4 <= nt; j += 4)
+				qg_tab[G - 1][3]((const uint8_t *)p, gbytes, nb, g, at, as, ls, da, j, yt, ldy, r0, r1, j ? NULL : lim);
+			if (j < nt)
+				qg_tab[G - 1][nt - j - 1]((const uint8_t *)p, gbytes, nb, g, at, as, ls, da, j, yt, ldy, r0, r1,
+				                          j ? NULL : lim);
 		}
 	}
 	return 0;
