@@ -34,7 +34,9 @@ type LoadOptions struct {
 	// engines: faster matrix products, paid for in anonymous memory that the
 	// kernel cannot reclaim under pressure (the native engine reports it per
 	// weight set in its load report). Off: weights stay in the mmap'd,
-	// reclaimable page cache. An error in a build without repacking.
+	// reclaimable page cache. An error in a build without repacking. With
+	// Kernels "edgellm" on the native engine, where edgellm's q4x4 kernel
+	// runs, the Q4_0 matrices are repacked into its q4x4 layout instead.
 	Repack bool
 	// RepackLayers is, with Repack on the native engine, how many units are
 	// repacked at load: layers from 0 up, then the output head; 0 = all,
@@ -54,10 +56,15 @@ type LoadOptions struct {
 	// Q8_0/Q4_0/F32/F16 kernels for decode steps and verify batches up to 9
 	// tokens (K+1), batch-invariant, so greedy speculation is exact: Draft.
 	// BatchInvariance; on AVX-512 VNNI or AVX2 CPUs each Q4_0 matrix is
-	// copied once at load into edgellm's q4x4 layout, which serves every
-	// batch size, prefill included, in anonymous memory reported like
-	// repack's; repacked matrices and other types keep ggml's). The llamacpp
-	// engine has only ggml's: "edgellm" there is an error.
+	// copied at load into edgellm's q4x4 layout, which serves every batch
+	// size, prefill included, in anonymous memory: the Q4_0 matrices'
+	// repacked layout, per repack unit (RepackLayers, RepackSetter and a
+	// policy's Decision.RepackLayers release a unit onto the mapped plain
+	// blocks, the same bits for decode steps, and restore it), reported
+	// like repack's; without Repack every unit is copied at load; with
+	// Repack ggml's buffer keeps only the other types it repacks, which
+	// with other types keep ggml's kernels). The llamacpp engine has only
+	// ggml's: "edgellm" there is an error.
 	Kernels string
 	// ShareAnchors, on the native engine, advises every session's KV
 	// anchor zones (the pages of the first anchors positions: system

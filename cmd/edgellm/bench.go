@@ -37,7 +37,7 @@ func init() {
 			fs.StringSlice("tiers", nil, "tier ladder: GGUF files of one model, high to low precision (comma-separated)")
 			fs.Int("ctx-tokens", 512, "with --swap: tokens of context prefilled before swapping")
 			fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K) into ggml's interleaved layouts on every engine measured: faster, but anonymous memory; an engine named ENGINE:repack (--engine native:repack --compare native) is repacked alone")
-			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS)")
+			fs.Bool("repack-sweep", false, "native engine, repacked weights: decode tok/s with none, half and all of the layers repacked, switched live in one process (release and repack-again times, MiB, RSS); with --kernels edgellm the Q4_0 matrices' repacked layout is edgellm's q4x4")
 			fs.Bool("spin-sweep", false, "ggml's thread barrier with its unbounded spin against edgellm's bounded spin (then sleep), alternating in one process: prefill and decode tok/s, process cores busy; run beside CPU hogs to see oversubscription's cost")
 			fs.Int("hogs", 0, "with --spin-sweep: run this many CPU hogs (a process spinning one thread pinned to each of the first N allowed CPUs) during the sweep")
 			fs.Bool("activations", false, "native engine: activation memory of a -p token prefill and of a decode step after it, ggml's graph allocator against keeping every intermediate tensor (no decoding)")

@@ -21,7 +21,9 @@ import (
 // count of repacked units (0, half, all), the switch to it (release or
 // repack again, timed), then decode on a fresh session: tok/s over wall
 // and over the generating thread's CPU time, the repacked MiB and the
-// process RSS. Repeats run the levels in alternating order.
+// process RSS. Repeats run the levels in alternating order. With
+// --kernels edgellm (on a CPU that runs q4x4) the units' Q4_0 matrices are
+// in edgellm's q4x4 layout, released onto the mapped plain blocks.
 
 // repackLevel is one count of repacked units and what was measured at it.
 type repackLevel struct {
@@ -40,7 +42,7 @@ func runRepackSweep(c *cmdEnv, path string, o benchOptions, text []byte) error {
 	if o.Compare != "" {
 		return usagef("--repack-sweep and --compare cannot be combined")
 	}
-	eng, err := host.Load(path, host.LoadOptions{Engine: "native", Repack: true})
+	eng, err := host.Load(path, host.LoadOptions{Engine: "native", Repack: true, Kernels: o.Kernels})
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func addEngineFlag(fs *pflag.FlagSet) {
 }
 
 func addKernelsFlag(fs *pflag.FlagSet) {
-	fs.String("kernels", "ggml", "native engine: kernels of the weight matmuls: ggml, or edgellm (edgellm's own Q8_0/Q4_0/F32/F16 kernels for decode steps and verify batches up to 9 tokens (K+1), batch-invariant: greedy speculation is exact; on AVX-512 VNNI or AVX2 CPUs each Q4_0 matrix is copied once at load into edgellm's q4x4 layout, which serves every batch size, prefill included; repacked matrices and other types keep ggml's)")
+	fs.String("kernels", "ggml", "native engine: kernels of the weight matmuls: ggml, or edgellm (edgellm's own Q8_0/Q4_0/F32/F16 kernels for decode steps and verify batches up to 9 tokens (K+1), batch-invariant: greedy speculation is exact; on AVX-512 VNNI or AVX2 CPUs each Q4_0 matrix is copied at load into edgellm's q4x4 layout, which serves every batch size, prefill included: the layout is the Q4_0 matrices' repacked one, per repack unit: every unit is copied at load, or with --repack the first --repack-layers units, and a policy releases and restores units live; ggml's repacked matrices and other types keep ggml's)")
 }
 
 func addJSONFlag(fs *pflag.FlagSet) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -100,6 +101,17 @@ func TestBenchRepackSweep(t *testing.T) {
 	}
 	if !strings.Contains(out, "MiB) / ") {
 		t.Errorf("no switch times:\n%s", out)
+	}
+	// --kernels edgellm: the units are in edgellm's q4x4 layout, whose
+	// copies of this model take 0.17 MiB (ggml's repacked blocks 0.13).
+	if kernels.EdgellmQ4x4Available() {
+		out, errs, code := runCLI(t, "bench", "-m", q4, "--repack-sweep", "--kernels", "edgellm", "-t", "1", "-p", "4", "-n", "8", "-r", "1", "--ctx", "32")
+		if code != 0 {
+			t.Fatalf("--kernels edgellm: exit %d: %s", code, errs)
+		}
+		if !regexp.MustCompile(`0 of 5 +0\.0 `).MatchString(out) || !regexp.MustCompile(`5 of 5 +0\.2 `).MatchString(out) {
+			t.Errorf("--kernels edgellm: want 0 and 0.2 MiB of q4x4 copies at 0 and 5 units:\n%s", out)
+		}
 	}
 	if _, errs, code := runCLI(t, "bench", "-m", q4, "--repack-sweep", "--engine", "llamacpp"); code != 2 || !strings.Contains(errs, "native engine") {
 		t.Errorf("llamacpp: exit %d, %s", code, errs)

@@ -17,7 +17,7 @@ import (
 
 func addRunStatsFlags(fs *pflag.FlagSet) {
 	fs.Bool("no-mmap", false, "read weights into anonymous memory instead of mapping the file (memory pressure then cannot be relieved by dropping page cache)")
-	fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K matrices) into ggml's interleaved layouts on either engine: faster matrix products, paid for in anonymous memory the kernel cannot reclaim under pressure (stderr reports how much)")
+	fs.Bool("repack", false, "repack eligible weights (Q4_0, IQ4_NL, Q4_K matrices) into ggml's interleaved layouts on either engine: faster matrix products, paid for in anonymous memory the kernel cannot reclaim under pressure (stderr reports how much); with --kernels edgellm on AVX-512 VNNI or AVX2 CPUs the Q4_0 matrices go into edgellm's q4x4 layout instead")
 	fs.String("repack-layers", "all", "with --repack on the native engine: units repacked at load, layers from 0 up then the output head (N, or all; 0 = none): the rest read the mapped file until a policy repacks them (ABI 1.4 repack_layers)")
 	addKernelsFlag(fs)
 	fs.String("willneed-layers", "2", "native engine: leading layers (and the output head) read ahead at load so the first token does not wait on page faults (N, all, or none)")

@@ -58,21 +58,31 @@ type Options struct {
 	// CPU_REPACK buffer (WeightsOptions.Repack): faster kernels, paid for
 	// in anonymous memory per set (LoadReport.Repack). All sets, because a
 	// session may select any of them for any layer; load fewer sets to pay
-	// less.
+	// less. With Kernels "edgellm" on a CPU that runs the q4x4 kernel, the
+	// plain Q4_0 matrices are repacked into edgellm's q4x4 layout instead
+	// (ownlayout.go; LoadReport.OwnLayout), and ggml's buffer holds only
+	// the other types it interleaves.
 	Repack bool
 	// RepackLayers is, with Repack, how many units are repacked at load:
 	// layers from 0 up, then the output head (Engine.SetRepackLayers
 	// changes it later); 0 = all, RepackNone = none (the buffer is
-	// reserved, untouched, for a later SetRepackLayers).
+	// reserved, untouched, for a later SetRepackLayers). A unit is its
+	// matrices in ggml's buffer and in the q4x4 layout together.
 	RepackLayers int
 	// Kernels chooses the kernels of the weight matmuls in batches of up
 	// to kernels.EdgellmMaxN tokens (decode steps, speculative verify):
 	// "" or KernelsGGML is ggml's mul_mat; KernelsEdgellm is edgellm's own
 	// (kernels.MulMatEdgellm) for plain Q8_0, Q4_0, F32 and F16 matrices,
-	// batch-invariant (Session.BatchInvariance). Q4_0 matrices with a q4x4
-	// copy (ownlayout.go) run edgellm's kernel at every batch size, prefill
-	// included. Other types, larger batches (prefill) of the others and
-	// repacked matrices (ggml's interleaved layout) keep ggml's kernels.
+	// batch-invariant (Session.BatchInvariance). On a CPU that runs the
+	// q4x4 kernel (kernels.EdgellmQ4x4Available), q4x4 is the repacked
+	// layout of the plain Q4_0 matrices, per repack unit (ownlayout.go):
+	// a unit holding its copies runs edgellm's q4x4 kernel at every batch
+	// size, prefill included; a released unit reads the mapped blocks with
+	// the plain kernels (the same bits up to kernels.EdgellmMaxN rows).
+	// Without Repack every unit of every set is in q4x4 at load, and
+	// SetRepackLayers and the advise step release and refill units as they
+	// do ggml's repacked ones. Other types, larger batches (prefill) of the
+	// others and matrices in ggml's interleaved layout keep ggml's kernels.
 	Kernels string
 	// ShareAnchors advises every session's anchor zones MADV_MERGEABLE
 	// whatever the number of open sessions, so the kernel's samepage
@@ -99,9 +109,10 @@ type LoadReport struct {
 	TiedOutput      bool
 	// Repack is per weight set what Options.Repack cost; nil without it.
 	Repack []RepackStats
-	// OwnLayout is what edgellm's own Q4_0 layout cost (all sets; zero
-	// unless Kernels is "edgellm" without Repack on an AVX-512 VNNI CPU).
-	// RepackBytes and the repack counts include it: anonymous memory too.
+	// OwnLayout is what edgellm's own Q4_0 layout costs with every unit in
+	// it (all sets; zero unless Kernels is "edgellm" on a CPU that runs the
+	// q4x4 kernel). RepackBytes and the repack counts include it:
+	// anonymous memory too; RepackState has what units hold now.
 	OwnLayout OwnLayoutStats
 }
 
@@ -211,6 +222,9 @@ func Load(path string, opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts}
 	e.open.always = opts.ShareAnchors
+	if opts.Kernels == KernelsEdgellm && kernels.EdgellmQ4x4Available() {
+		e.own = newOwnLayouts() // q4x4 is the Q4_0 matrices' repacked layout
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -220,10 +234,14 @@ func Load(path string, opts Options) (*Engine, error) {
 		}
 	}()
 	for i, h := range headers {
-		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice, Repack: opts.Repack, RepackLayers: opts.RepackLayers}
+		wo := WeightsOptions{WillNeedLayers: opts.WillNeedLayers, Advice: opts.Advice, Repack: opts.Repack, RepackLayers: opts.RepackLayers, own: e.own}
+		if !opts.Repack {
+			wo.RepackLayers = 0 // the q4x4 layout alone: every unit at load
+		}
 		// The other sets start unused: with an advise step (ColdAdvice not
 		// off) their repacked copies are not written at load but wait cold
 		// until a session uses a layer of them (AdviseUnused repacks it).
+		// (Without Repack, the q4x4 copies of every set are made at load.)
 		coldSet := i != startSet(opts) && opts.Repack && opts.ColdAdvice != ColdOff
 		if i != startSet(opts) {
 			wo.WillNeedLayers = 0 // the other sets fault in when selected
@@ -255,11 +273,8 @@ func Load(path string, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	if opts.Kernels == KernelsEdgellm && !opts.Repack {
-		var err error
-		if e.own, err = newOwnLayouts(e.sets); err != nil {
-			return nil, err
-		}
+	if e.own != nil && e.own.stats.Tensors == 0 {
+		e.own = nil // nothing in the q4x4 layout
 	}
 	ok = true
 	e.report = LoadReport{Duration: time.Since(start), FileBytes: w.Size(),
@@ -329,8 +344,7 @@ func (e *Engine) Close() error {
 	if e.vocab != nil {
 		e.vocab.Close()
 	}
-	e.own.Close()
-	var err error
+	var err error // the sets free their q4x4 copies (Weights.Close)
 	for _, w := range e.sets {
 		if cerr := w.Close(); cerr != nil && err == nil {
 			err = cerr

@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -11,15 +12,32 @@ import (
 	"github.com/edgellm/edgellm/kernels"
 )
 
-// OwnLayoutStats is what edgellm's own weight layout cost at load
-// (Options.Kernels "edgellm" without Repack, on a CPU that runs the q4x4
-// kernel: every plain Q4_0 weight matrix of every set gets an interleaved
-// copy the decode and verify matmuls read; kernels.MulMatEdgellmQ4x4).
+// edgellm's own weight layout as repack units. With Options.Kernels
+// "edgellm" on a CPU that runs the q4x4 kernel (kernels.EdgellmQ4x4Available),
+// q4x4 is the repacked layout of a plain Q4_0 matrix: each repack unit (a
+// layer, or the output head; repack.go) keeps its Q4_0 matrices either as
+// q4x4 copies (anonymous memory, the mapped originals dropped from the
+// process, kernels.MulMatEdgellmQ4x4 at every batch size) or, released, on
+// the mapped plain blocks (kernels.MulMatEdgellm, the same bits for decode
+// and verify batches). SetRepackLayers, the advise step's cold units and
+// RepackState treat the copies as they treat ggml's CPU_REPACK buffer:
+// Options.Repack then repacks into ggml's buffer only what q4x4 does not
+// take (other types ggml interleaves), and a unit is the union of both.
+// Without Options.Repack every unit of every set is in q4x4 at load (the
+// layout's whole cost, as before units), and still releasable.
+
+// OwnLayoutStats is what edgellm's own weight layout costs when every unit
+// holds its copies (Options.Kernels "edgellm" on a CPU that runs the q4x4
+// kernel: every plain Q4_0 weight matrix of every set has an interleaved
+// copy the matmuls read; kernels.MulMatEdgellmQ4x4). Like RepackStats it
+// describes the layout, not what is resident now: that is RepackState,
+// whose bytes count the q4x4 copies of the units in use (with ggml's
+// repacked matrices, if any).
 type OwnLayoutStats struct {
-	// Tensors is how many matrices were copied; Bytes the anonymous memory
-	// the copies occupy (like the repack buffer, it is not reclaimable; as
-	// with repack, the mapped originals are dropped from the process: every
-	// batch size, prefill included, reads the copies).
+	// Tensors is how many matrices have a q4x4 copy; Bytes the anonymous
+	// memory the copies occupy with every unit in q4x4 (like the repack
+	// buffer, not reclaimable by the kernel; releasing a unit gives its
+	// pages back, and its matrices read the mapping again).
 	Tensors int   `json:"tensors"`
 	Bytes   int64 `json:"bytes"`
 	// HugePageBytes is the part advised for transparent huge pages
@@ -27,113 +45,179 @@ type OwnLayoutStats struct {
 	HugePageBytes int64 `json:"huge_page_bytes"`
 }
 
-// ownLayouts holds the q4x4 copies of all weight sets, found by the mapped
-// tensor's data pointer (a set's tensors are fixed for its life; tier and
-// repack-unit swaps only choose among them).
+// ownLayouts are the q4x4 copies in use now, of every weight set, found by
+// the mapped tensor's data pointer (a set's tensors are fixed for its life;
+// tier swaps and repack units only choose among them). The graph looks
+// them up when it is built; a unit's switch bumps Engine.repackGen, so no
+// graph keeps a released copy.
 type ownLayouts struct {
-	mems  [][]byte
 	byPtr map[unsafe.Pointer]*kernels.EdgellmQ4x4
 	stats OwnLayoutStats
 }
 
-// ownMatrices lists a set's weight matrices the graph multiplies by.
-func ownMatrices(w *Weights) []kernels.Tensor {
-	var out []kernels.Tensor
-	for i := range w.Layers {
-		l := &w.Layers[i]
-		out = append(out, l.Wq, l.Wk, l.Wv, l.Wo, l.WGate, l.WUp, l.WDown, l.Wqkv)
-	}
-	return append(out, w.Output)
+func newOwnLayouts() *ownLayouts {
+	return &ownLayouts{byPtr: make(map[unsafe.Pointer]*kernels.EdgellmQ4x4)}
 }
 
-// newOwnLayouts makes the q4x4 copies of sets' plain Q4_0 matrices; nil
-// (and no error) when the CPU does not run the q4x4 kernel or nothing is
-// eligible.
-func newOwnLayouts(sets []*Weights) (*ownLayouts, error) {
-	if !kernels.EdgellmQ4x4Available() {
-		return nil, nil
+// lookup is t's q4x4 copy if its unit holds it now, or nil (o may be nil).
+func (o *ownLayouts) lookup(t kernels.Tensor) *kernels.EdgellmQ4x4 {
+	if o == nil || t.Nil() {
+		return nil
 	}
-	o := &ownLayouts{byPtr: make(map[unsafe.Pointer]*kernels.EdgellmQ4x4)}
-	ok := false
-	defer func() {
-		if !ok {
-			o.Close()
+	return o.byPtr[t.Data()]
+}
+
+// ownTensor is one plain Q4_0 matrix of a unit and its q4x4 copy.
+type ownTensor struct {
+	x   kernels.Tensor       // the mapped matrix
+	off int64                // of the copy in the set's ownMem
+	p   *kernels.EdgellmQ4x4 // the copy's descriptor while the unit holds it
+	tie bool                 // the tied embedding: get_rows reads the mapping
+}
+
+// planOwn gives every unit of w its plain Q4_0 matrices (the mapped ones:
+// w.plainLayers, the head's plainOut or Output) a q4x4 copy in one
+// anonymous mapping, each unit's copies on pages of their own so a unit
+// is released whole. The head gets a unit when it has a copy and none
+// yet. Nothing is packed here (fillOwn).
+func (w *Weights) planOwn(o *ownLayouts) error {
+	ps := int64(os.Getpagesize())
+	var size int64
+	n := 0
+	add := func(u *repackUnit, t kernels.Tensor) {
+		sz := kernels.EdgellmQ4x4Size(t) // a multiple of 64
+		if t.Nil() || sz == 0 {
+			return
 		}
-	}()
-	for _, w := range sets {
-		var ts []kernels.Tensor
-		var size int64
-		for _, t := range ownMatrices(w) {
-			if t.Nil() || o.byPtr[t.Data()] != nil || kernels.EdgellmQ4x4Size(t) == 0 {
-				continue
+		for _, v := range u.own {
+			if v.x.Data() == t.Data() {
+				return
 			}
-			dup := false
-			for _, u := range ts {
-				dup = dup || u.Data() == t.Data()
-			}
-			if !dup {
-				ts = append(ts, t)
-				size += kernels.EdgellmQ4x4Size(t) // a multiple of 64
-			}
 		}
-		if size == 0 {
-			continue
+		if len(u.own) == 0 {
+			size = (size + ps - 1) / ps * ps
+			u.ownLo = size
 		}
-		mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-		if err != nil {
-			return nil, fmt.Errorf("%s: edgellm layout: mmap %d bytes: %w", w.Path, size, err)
+		u.own = append(u.own, ownTensor{x: t, off: size, tie: !w.TokEmbd.Nil() && t.Data() == w.TokEmbd.Data()})
+		size += sz
+		u.ownHi = size
+		u.bytes += sz
+		n++
+	}
+	for i := range w.Layers {
+		for _, t := range w.plainLayers[i].Matrices() {
+			add(&w.units[i], t)
 		}
-		o.mems = append(o.mems, mem)
-		if kernels.RepackHugePages() && unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
-			o.stats.HugePageBytes += size
+	}
+	if len(w.units) > len(w.Layers) {
+		add(&w.units[len(w.Layers)], w.plainOut)
+	} else {
+		var u repackUnit
+		if add(&u, w.Output); len(u.own) > 0 {
+			w.packedOut, w.plainOut = w.Output, w.Output
+			w.units = append(w.units, u)
 		}
-		// Pack on GOMAXPROCS goroutines, matrix by matrix (the copy reads
-		// the whole mapped file: load time).
-		offs := make([]int64, len(ts))
-		for i := 1; i < len(ts); i++ {
-			offs[i] = offs[i-1] + kernels.EdgellmQ4x4Size(ts[i-1])
+	}
+	if size == 0 {
+		return nil
+	}
+	size = (size + ps - 1) / ps * ps
+	mem, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return fmt.Errorf("%s: edgellm layout: mmap %d bytes: %w", w.Path, size, err)
+	}
+	w.ownMem, w.own = mem, o
+	var bytes int64
+	for i := range w.units {
+		bytes += w.units[i].ownHi - w.units[i].ownLo
+	}
+	if kernels.RepackHugePages() && unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil {
+		o.stats.HugePageBytes += bytes
+	}
+	o.stats.Tensors += n
+	o.stats.Bytes += bytes
+	return nil
+}
+
+// fillOwn packs the q4x4 copies of the given units from the mapping, on
+// GOMAXPROCS goroutines, matrix by matrix, and drops each mapped original
+// from the process as repack drops its sources (clean page cache,
+// reclaimable, not counted twice in the RSS; a stray read faults it back
+// in from the file). The tied embedding stays: get_rows reads it.
+func (w *Weights) fillOwn(units ...int) error {
+	var ts []*ownTensor
+	for _, i := range units {
+		for j := range w.units[i].own {
+			ts = append(ts, &w.units[i].own[j])
 		}
-		ps := make([]*kernels.EdgellmQ4x4, len(ts))
-		errs := make([]error, len(ts))
-		var wg sync.WaitGroup
-		workers := min(runtime.GOMAXPROCS(0), len(ts))
-		for g := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := g; i < len(ts); i += workers {
-					ps[i], errs[i] = kernels.NewEdgellmQ4x4(ts[i], unsafe.Pointer(&mem[offs[i]]))
-					// Every batch size reads the copy (prefill included), so the
-					// mapped original is dropped from the process as repack
-					// drops its sources, matrix by matrix: clean page cache,
-					// reclaimable, not counted twice in the RSS (a stray read
-					// faults it back in from the file). The tied embedding
-					// stays: get_rows reads it.
-					if errs[i] == nil && (w.TokEmbd.Nil() || ts[i].Data() != w.TokEmbd.Data()) {
-						w.dropMapped(ts[i].Data(), ts[i].Nbytes())
-					}
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), len(ts))
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(ts); i += workers {
+				t := ts[i]
+				t.p, errs[i] = kernels.NewEdgellmQ4x4(t.x, unsafe.Pointer(&w.ownMem[t.off]))
+				if errs[i] == nil && !t.tie {
+					w.dropMapped(t.x.Data(), t.x.Nbytes())
 				}
-			}()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, t := range ts {
+		if errs[i] != nil {
+			return fmt.Errorf("%s: %w", w.Path, errs[i])
 		}
-		wg.Wait()
-		for i, t := range ts {
-			if ps[i] != nil {
-				o.byPtr[t.Data()] = ps[i]
+		w.own.byPtr[t.x.Data()] = t.p
+	}
+	return nil
+}
+
+// releaseOwn drops unit i's q4x4 copies: out of the lookup, descriptors
+// freed, pages given back (MADV_DONTNEED; its pages are its own). Its
+// matrices read the mapped plain blocks again.
+func (w *Weights) releaseOwn(i int) error {
+	u := &w.units[i]
+	if len(u.own) == 0 {
+		return nil
+	}
+	for j := range u.own {
+		t := &u.own[j]
+		delete(w.own.byPtr, t.x.Data())
+		t.p.Free()
+		t.p = nil
+	}
+	ps := int64(os.Getpagesize())
+	hi := min((u.ownHi+ps-1)/ps*ps, int64(len(w.ownMem)))
+	if err := unix.Madvise(w.ownMem[u.ownLo:hi], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("%s: edgellm layout: release: %w", w.Path, err)
+	}
+	return nil
+}
+
+// closeOwn frees every copy of w and unmaps them.
+func (w *Weights) closeOwn() {
+	for i := range w.units {
+		for j := range w.units[i].own {
+			t := &w.units[i].own[j]
+			if t.p != nil {
+				delete(w.own.byPtr, t.x.Data())
+				t.p.Free()
+				t.p = nil
 			}
 		}
-		for _, err := range errs {
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", w.Path, err)
-			}
-		}
-		o.stats.Tensors += len(ts)
-		o.stats.Bytes += size
 	}
-	if len(o.byPtr) == 0 {
-		return nil, nil
+	if w.ownMem != nil {
+		_ = unix.Munmap(w.ownMem)
+		w.ownMem = nil
 	}
-	ok = true
-	return o, nil
 }
 
 // dropMapped drops the mapping's pages lying wholly inside the n bytes at
@@ -146,28 +230,4 @@ func (w *Weights) dropMapped(p unsafe.Pointer, n int64) {
 	if off := int64(uintptr(p) - base); uintptr(p) >= base && off+n <= int64(len(w.mapping)) {
 		w.dropSource(off, n)
 	}
-}
-
-// lookup is t's q4x4 copy, or nil (o may be nil).
-func (o *ownLayouts) lookup(t kernels.Tensor) *kernels.EdgellmQ4x4 {
-	if o == nil || t.Nil() {
-		return nil
-	}
-	return o.byPtr[t.Data()]
-}
-
-// Close frees the descriptors and unmaps the copies. Graphs using them
-// must be gone (sessions closed).
-func (o *ownLayouts) Close() {
-	if o == nil {
-		return
-	}
-	for _, p := range o.byPtr {
-		p.Free()
-	}
-	o.byPtr = nil
-	for _, m := range o.mems {
-		_ = unix.Munmap(m)
-	}
-	o.mems = nil
 }

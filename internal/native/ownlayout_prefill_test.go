@@ -72,9 +72,7 @@ func TestOwnLayoutQ4x4Prefill(t *testing.T) {
 					}
 				}
 				s.Close()
-				for _, m := range e.own.mems {
-					clear(m)
-				}
+				clearOwnCopies(e)
 				z := prefill()
 				same := true
 				for v := range z[len(z)-1] {

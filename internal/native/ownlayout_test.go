@@ -38,9 +38,8 @@ func TestOwnLayoutQ4x4(t *testing.T) {
 					if st.Tensors == 0 || st.Bytes <= 0 || e.Info().RepackBytes < st.Bytes || e.Info().RepackTensors < st.Tensors {
 						t.Fatalf("own layout %+v, info repack %d bytes %d tensors", st, e.Info().RepackBytes, e.Info().RepackTensors)
 					}
-				} else { // the plain-block kernels
-					e.own.Close()
-					e.own = nil
+				} else if _, err := e.SetRepackLayers(0); err != nil { // the plain-block kernels
+					t.Fatal(err)
 				}
 				logits[i] = ownLayoutRun(t, e, toks)
 			}
@@ -57,9 +56,7 @@ func TestOwnLayoutQ4x4(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			for _, m := range e.own.mems {
-				clear(m)
-			}
+			clearOwnCopies(e)
 			z := ownLayoutRun(t, e, toks[:1])
 			same := true
 			for v := range z[0] {
@@ -113,4 +110,11 @@ func ownLayoutRun(t *testing.T, e *Engine, toks []int32) [][]float32 {
 		t.Fatalf("%v allocations per decode step, want 0", a)
 	}
 	return out
+}
+
+// clearOwnCopies zeroes every q4x4 copy of e's weight sets.
+func clearOwnCopies(e *Engine) {
+	for _, w := range e.sets {
+		clear(w.ownMem)
+	}
 }

@@ -59,12 +59,17 @@ type repackPlan struct {
 // planRepack chooses the matrices to repack: every mul_mat weight (the seven
 // per layer and the output head, also when it is tied to the token
 // embedding) whose type and shape ggml's CPU_REPACK buffer accepts, the same
-// test llama.cpp applies when use_extra_bufts is on.
-func planRepack(specs []tensorSpec, infos []*gguf.TensorInfo) *repackPlan {
+// test llama.cpp applies when use_extra_bufts is on. With ownQ4 the plain
+// Q4_0 matrices are left out: edgellm's q4x4 layout repacks them
+// (ownlayout.go).
+func planRepack(specs []tensorSpec, infos []*gguf.TensorInfo, ownQ4 bool) *repackPlan {
 	p := &repackPlan{off: map[int]int64{}, outDup: -1, embdIdx: -1}
 	align := kernels.RepackAlignment()
 	var size int64
 	add := func(t *gguf.TensorInfo) (int64, bool) {
+		if ownQ4 && kernels.GGMLType(t.Type) == kernels.GGMLTypeQ4_0 {
+			return 0, false
+		}
 		if !kernels.RepackEligible(kernels.GGMLType(t.Type), t.Dims[0], t.Dims[1]) {
 			p.stats.Skipped++
 			return 0, false
@@ -201,12 +206,17 @@ type repackedTensor struct {
 	off, fileOff int64 // in the repack buffer; in the file
 }
 
-// repackUnit is one layer's repacked matrices, or the head's.
+// repackUnit is one layer's repacked matrices, or the head's: in ggml's
+// buffer (tensors) and in edgellm's q4x4 layout (own, ownlayout.go).
 type repackUnit struct {
 	tensors []repackedTensor
 	lo, hi  int64 // the buffer range they span
-	bytes   int64 // their tensor bytes
-	active  bool  // the repacked copy is resident and in use
+	bytes   int64 // their tensor bytes (q4x4 copies included)
+	// own are the unit's q4x4 copies; [ownLo, ownHi) their range in the
+	// set's ownMem, starting on a page of its own.
+	own          []ownTensor
+	ownLo, ownHi int64
+	active       bool // the repacked copy is resident and in use
 	// cold: no session uses this set's layer (or head); the advise step
 	// (Engine.AdviseUnused) released the copy and the unit waits, on its
 	// mapped twins, until a session uses it again.
@@ -225,9 +235,11 @@ func (u *repackUnit) add(t repackedTensor) {
 
 // initUnits records both versions of each layer and of the head (w.Layers
 // and w.Output as loaded: repacked where eligible; plain: the mapped twins;
-// rt: the repacked matrices) and selects the twins for the units not
-// filled at load (the first repackTarget(k) are, k = Options.RepackLayers).
-func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repackedTensor, k int) {
+// rt: the repacked matrices), plans the q4x4 copies with own (nil: none;
+// planOwn), fills those of the units filled at load and selects the twins
+// for the others (the first repackTarget(k) are, k = Options.RepackLayers).
+// A set with nothing in either layout has no units.
+func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repackedTensor, k int, own *ownLayouts) error {
 	w.packedLayers = append([]LayerWeights(nil), w.Layers...)
 	w.plainLayers = append([]LayerWeights(nil), w.Layers...)
 	w.units = w.units[:0]
@@ -254,11 +266,25 @@ func (w *Weights) initUnits(plain map[string]kernels.Tensor, rt map[string]repac
 		u.add(t)
 		w.units = append(w.units, u)
 	}
+	if own != nil {
+		if err := w.planOwn(own); err != nil {
+			return err
+		}
+	}
+	if w.repack == nil && w.ownMem == nil {
+		w.units = nil
+		return nil
+	}
 	w.target = repackTarget(k, len(w.units))
+	var fill []int
 	for i := range w.units {
 		w.units[i].active = i < w.target // what repackOrPlace filled
+		if w.units[i].active {
+			fill = append(fill, i)
+		}
 		w.selectUnit(i)
 	}
+	return w.fillOwn(fill...)
 }
 
 // repackTarget is the count of units Options.RepackLayers k asks for.
@@ -351,11 +377,19 @@ func (w *Weights) applyUnit(i int, c *RepackChange) error {
 			}
 			w.dropSource(t.fileOff, t.x.Nbytes())
 		}
+		if err := w.fillOwn(i); err != nil {
+			return err
+		}
 		c.Restored++
 		c.RestoredBytes += u.bytes
 	} else {
-		if _, err := w.repack.Release(u.lo, u.hi-u.lo); err != nil {
-			return fmt.Errorf("%s: %w", w.Path, err)
+		if len(u.tensors) > 0 {
+			if _, err := w.repack.Release(u.lo, u.hi-u.lo); err != nil {
+				return fmt.Errorf("%s: %w", w.Path, err)
+			}
+		}
+		if err := w.releaseOwn(i); err != nil {
+			return err
 		}
 		c.Released++
 		c.ReleasedBytes += u.bytes

@@ -106,6 +106,10 @@ type Weights struct {
 	plainOut, packedOut       kernels.Tensor
 	units                     []repackUnit // layers 0..n-1, then the head if it has a copy
 	target                    int          // units asked to be repacked (SetRepackLayers)
+	// ownMem holds the units' q4x4 copies (ownlayout.go); own is the
+	// engine's lookup of those in use. Nil without them.
+	ownMem []byte
+	own    *ownLayouts
 }
 
 // WeightsOptions controls how a file is mapped.
@@ -123,6 +127,11 @@ type WeightsOptions struct {
 	// all, RepackNone = none); the others are placed in the buffer but not
 	// written, and use the mapped twins until SetRepackLayers.
 	RepackLayers int
+	// own (non-nil: Options.Kernels "edgellm" on a CPU that runs q4x4)
+	// makes edgellm's q4x4 layout the repacked layout of the plain Q4_0
+	// matrices, per unit (ownlayout.go), with or without Repack; units
+	// register their copies in it.
+	own *ownLayouts
 }
 
 // OpenWeights parses the GGUF header at path, validates every tensor the
@@ -222,7 +231,7 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 	}
 	var rp *repackPlan
 	if o.Repack {
-		rp = planRepack(specs, infos)
+		rp = planRepack(specs, infos, o.own != nil)
 		w.Repack = rp.stats
 		if rp.stats.BufferBytes > 0 {
 			if w.repack, err = kernels.NewRepackBuffer(rp.stats.BufferBytes); err != nil {
@@ -305,8 +314,10 @@ func (h *weightsHeader) open(o WeightsOptions) (*Weights, error) {
 			l.hi = max(l.hi, f.AbsOffset(t)+t.Size)
 		}
 	}
-	if w.repack != nil {
-		w.initUnits(plain, rt, o.RepackLayers)
+	if w.repack != nil || o.own != nil {
+		if err := w.initUnits(plain, rt, o.RepackLayers, o.own); err != nil {
+			return nil, err
+		}
 	}
 	// Warm what the first token needs first: the leading layers and the
 	// output head. The rest faults in on use (or by readahead).
@@ -358,6 +369,7 @@ func (w *Weights) Close() error {
 	if w == nil {
 		return nil
 	}
+	w.closeOwn()
 	w.buf.Close()
 	w.buf = nil
 	w.repack.Close()
