@@ -188,31 +188,11 @@ func TestOwnLayoutUnitsLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			l := make([]float32, eng.Config().NVocab)
-			for i, tok := range toks {
-				switch i {
-				case n / 3:
-					_, err = eng.SetRepackLayers(0)
-				case 2 * n / 3:
-					_, err = eng.SetRepackLayers(units)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				builds := s.stats.GraphBuilds
-				if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
-					t.Fatal(err)
-				}
-				if (i == n/3 || i == 2*n/3) && s.stats.GraphBuilds != builds+1 {
-					t.Fatalf("step %d: the switch did not rebuild the graph (%d → %d builds)", i, builds, s.stats.GraphBuilds)
-				}
-				if err := s.Logits(0, l); err != nil {
-					t.Fatal(err)
-				}
+			stepSwitchingUnits(t, eng, s, toks, units, func(i int, l []float32) {
 				if !slices.Equal(l, want[i]) {
 					t.Fatalf("live switches: step %d logits differ from the engine that never switched", i)
 				}
-			}
+			})
 			tok := []int32{toks[0]}
 			if a := testing.AllocsPerRun(10, func() { _ = s.Decode(tok, engine.LogitsLast) }); a != 0 {
 				t.Fatalf("%v allocations per decode step after the switches, want 0", a)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/edgellm/edgellm/host/engine"
 	"github.com/edgellm/edgellm/internal/gguf"
-	"github.com/edgellm/edgellm/kernels"
 )
 
 // TestRepackLayersLive: repacked weights as a live choice
@@ -47,24 +46,7 @@ func TestRepackLayersLive(t *testing.T) {
 				return stepLogits(t, s, toks)
 			}
 			// The plain engine's greedy tokens are the input everywhere.
-			toks := []int32{1}
-			{
-				s, err := plainEng.newSession(sc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l := make([]float32, nv)
-				for len(toks) < n {
-					if err := s.Decode(toks[len(toks)-1:], engine.LogitsLast); err != nil {
-						t.Fatal(err)
-					}
-					if err := s.Logits(0, l); err != nil {
-						t.Fatal(err)
-					}
-					toks = append(toks, kernels.Argmax(l))
-				}
-				s.Close()
-			}
+			toks := greedyToks(t, plainEng, sc, n)
 			plainL, packedL := run(plainEng, toks), run(eng, toks)
 
 			w := eng.sets[0]
@@ -130,27 +112,7 @@ func TestRepackLayersLive(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			l := make([]float32, nv)
-			for i, tok := range toks {
-				switch i {
-				case n / 3:
-					_, err = eng.SetRepackLayers(0)
-				case 2 * n / 3:
-					_, err = eng.SetRepackLayers(units)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				builds := s.stats.GraphBuilds
-				if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
-					t.Fatal(err)
-				}
-				if (i == n/3 || i == 2*n/3) && s.stats.GraphBuilds != builds+1 {
-					t.Fatalf("step %d: the switch did not rebuild the graph (%d → %d builds)", i, builds, s.stats.GraphBuilds)
-				}
-				if err := s.Logits(0, l); err != nil {
-					t.Fatal(err)
-				}
+			stepSwitchingUnits(t, eng, s, toks, units, func(i int, l []float32) {
 				// Against the plain engine, with TestRepackLogits' bound:
 				// a graph on released (zeroed) pages is far outside it.
 				var ss, maxD float64
@@ -161,7 +123,7 @@ func TestRepackLayersLive(t *testing.T) {
 				if rms := math.Sqrt(ss / float64(nv)); !(maxD <= 0.15*rms) {
 					t.Fatalf("step %d: max |Δlogit| %.3g against the plain engine, > 15%% of the RMS %.3g", i, maxD, rms)
 				}
-			}
+			})
 
 			// Nothing repacked at load (RepackNone): the buffer is reserved
 			// but untouched, decoding is the plain engine's; repacking
@@ -362,4 +324,37 @@ func stepLogits(t *testing.T, s *Session, toks []int32) [][]float32 {
 		out = append(out, l)
 	}
 	return out
+}
+
+// stepSwitchingUnits decodes toks one at a time on s, releasing every
+// repack unit of eng before step n/3 and restoring all units before
+// step 2n/3; each switch must rebuild the graph (a stale one would read
+// released pages). check gets each step's logits.
+func stepSwitchingUnits(t *testing.T, eng *Engine, s *Session, toks []int32, units int, check func(i int, l []float32)) {
+	t.Helper()
+	n := len(toks)
+	l := make([]float32, eng.Config().NVocab)
+	for i, tok := range toks {
+		var err error
+		switch i {
+		case n / 3:
+			_, err = eng.SetRepackLayers(0)
+		case 2 * n / 3:
+			_, err = eng.SetRepackLayers(units)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		builds := s.stats.GraphBuilds
+		if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+			t.Fatal(err)
+		}
+		if (i == n/3 || i == 2*n/3) && s.stats.GraphBuilds != builds+1 {
+			t.Fatalf("step %d: the switch did not rebuild the graph (%d → %d builds)", i, builds, s.stats.GraphBuilds)
+		}
+		if err := s.Logits(0, l); err != nil {
+			t.Fatal(err)
+		}
+		check(i, l)
+	}
 }
