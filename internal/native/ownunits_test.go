@@ -108,14 +108,7 @@ func TestOwnLayoutUnitsLive(t *testing.T) {
 				return e
 			}
 			ref, eng := load(false), load(true)
-			run := func(e *Engine, toks []int32) [][]float32 {
-				s, err := e.newSession(sc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				return stepLogits(t, s, toks)
-			}
+			run := func(e *Engine, toks []int32) [][]float32 { return sessionStepLogits(t, e, sc, toks) }
 			same := func(what string, got, want [][]float32) {
 				t.Helper()
 				for i := range want {

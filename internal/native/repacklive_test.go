@@ -35,16 +35,7 @@ func TestRepackLayersLive(t *testing.T) {
 			}
 			plainEng, eng := load(false), load(true)
 			nv := eng.Config().NVocab
-			// run decodes toks one at a time on a new session of e and
-			// returns the logits of every step.
-			run := func(e *Engine, toks []int32) [][]float32 {
-				s, err := e.newSession(sc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				return stepLogits(t, s, toks)
-			}
+			run := func(e *Engine, toks []int32) [][]float32 { return sessionStepLogits(t, e, sc, toks) }
 			// The plain engine's greedy tokens are the input everywhere.
 			toks := greedyToks(t, plainEng, sc, n)
 			plainL, packedL := run(plainEng, toks), run(eng, toks)
@@ -324,6 +315,18 @@ func stepLogits(t *testing.T, s *Session, toks []int32) [][]float32 {
 		out = append(out, l)
 	}
 	return out
+}
+
+// sessionStepLogits decodes toks one at a time on a new session of e and
+// returns the logits of every step.
+func sessionStepLogits(t *testing.T, e *Engine, sc engine.SessionConfig, toks []int32) [][]float32 {
+	t.Helper()
+	s, err := e.newSession(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return stepLogits(t, s, toks)
 }
 
 // stepSwitchingUnits decodes toks one at a time on s, releasing every
