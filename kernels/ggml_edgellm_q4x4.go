@@ -1,7 +1,9 @@
 package kernels
 
 /*
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "ggml.h"
 
 // emv_q4x4_matvec's and emv_matvec's signatures (kernels/matvec); the
@@ -10,32 +12,50 @@ typedef int (*edgellm_q4x4_fn)(const void *, int64_t, int64_t, int64_t, int64_t,
                                float *, size_t);
 typedef int (*edgellm_mv_fn2)(int, int, const void *, size_t, int64_t, int64_t, int64_t, const void *, size_t,
                               int64_t, float *, size_t);
+// emv_q4x4_matvec_split's.
+typedef int (*edgellm_q4x4_split_fn)(const void *, int64_t, int64_t, const void *, size_t, int64_t, float *, size_t,
+                                     void *, int, int);
 
 // One matrix's q4x4 copy, in C memory: the op's userdata.
 typedef struct {
 	edgellm_q4x4_fn q4x4;
+	edgellm_q4x4_split_fn split;
 	edgellm_mv_fn2 plain;
 	const void *packed;
 } edgellm_q4x4_t;
 
-static edgellm_q4x4_t *edgellm_q4x4_new(void *q4x4, void *plain, const void *packed) {
+static edgellm_q4x4_t *edgellm_q4x4_new(void *q4x4, void *split, void *plain, const void *packed) {
 	edgellm_q4x4_t *d = malloc(sizeof *d);
 	if (d) {
 		d->q4x4 = (edgellm_q4x4_fn)q4x4;
+		d->split = (edgellm_q4x4_split_fn)split;
 		d->plain = (edgellm_mv_fn2)plain;
 		d->packed = packed;
 	}
 	return d;
 }
 
-// The op's body: thread ith of nth takes a contiguous range of 16-row
-// units (4 groups of the layout; whole 64-byte lines of each output row);
-// the bits do not depend on the split. Should the q4x4 kernel decline
-// (-2: no AVX-512 VNNI here), the plain-block kernel computes the same
-// bits from the mapped blocks.
+// One op node's userdata, in the graph's metadata context: the matrix and
+// the node's row-sharing state (zeroed; emv_split.h).
+typedef struct {
+	const edgellm_q4x4_t *d;
+	void *split;
+} edgellm_q4x4_node_t;
+
+// The op's body: the threads share 16-row units (4 groups of the layout;
+// whole 64-byte lines of each output row) through the node's split state,
+// each starting on its own contiguous range; where that does not apply
+// (n > 8, the AVX2 kernel) thread ith of nth takes a fixed range. The bits
+// do not depend on the split. Should the q4x4 kernel decline (-2: no
+// AVX-512 VNNI here), the plain-block kernel computes the same bits from
+// the mapped blocks.
 static void edgellm_q4x4_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
-	const edgellm_q4x4_t *d = ud;
+	const edgellm_q4x4_node_t *nd = ud;
+	const edgellm_q4x4_t *d = nd->d;
 	const struct ggml_tensor *w = dst->src[0], *a = dst->src[1];
+	if (nth > 1 && d->split(d->packed, w->ne[1], w->ne[0], a->data, a->nb[1], a->ne[1], (float *)dst->data,
+	                        dst->nb[1] / sizeof(float), nd->split, ith, nth) >= 0)
+		return;
 	int64_t m = w->ne[1], units = (m + 15) / 16;
 	int64_t r0 = 16 * (units * ith / nth), r1 = 16 * (units * (ith + 1) / nth);
 	if (r1 > m) r1 = m;
@@ -47,10 +67,14 @@ static void edgellm_q4x4_op(struct ggml_tensor *dst, int ith, int nth, void *ud)
 }
 
 static struct ggml_tensor *edgellm_mul_mat_q4x4(struct ggml_context *ctx, struct ggml_tensor *w,
-                                                struct ggml_tensor *aq, edgellm_q4x4_t *d) {
+                                                struct ggml_tensor *aq, edgellm_q4x4_t *d, size_t split_bytes) {
+	edgellm_q4x4_node_t *nd = ggml_new_buffer(ctx, sizeof *nd + split_bytes + 64);
+	nd->d = d;
+	nd->split = (void *)(((uintptr_t)(nd + 1) + 63) & ~(uintptr_t)63); // its own lines
+	memset(nd->split, 0, split_bytes);
 	struct ggml_tensor *args[2] = {w, aq};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], aq->ne[1], 1, 1, args, 2, edgellm_q4x4_op,
-	                      GGML_N_TASKS_MAX, d);
+	                      GGML_N_TASKS_MAX, nd);
 }
 */
 import "C"
@@ -72,7 +96,10 @@ type EdgellmQ4x4 struct {
 	d *C.edgellm_q4x4_t
 }
 
-var edgellmQ4x4Fn = matvec.Q4x4CFunc()
+var (
+	edgellmQ4x4Fn      = matvec.Q4x4CFunc()
+	edgellmQ4x4SplitFn = matvec.Q4x4SplitCFunc()
+)
 
 // EdgellmQ4x4Available reports whether this CPU runs the q4x4 kernel; where
 // it does not, making copies would cost memory for nothing.
@@ -101,7 +128,7 @@ func NewEdgellmQ4x4(w Tensor, dst unsafe.Pointer) (*EdgellmQ4x4, error) {
 	if err := matvec.PackQ4x4Into(dst, w.Data(), int(w.Nb(1)), rows, k, 0, matvec.Q4x4Groups(rows)); err != nil {
 		return nil, err
 	}
-	d := C.edgellm_q4x4_new(edgellmQ4x4Fn, edgellmFn, dst)
+	d := C.edgellm_q4x4_new(edgellmQ4x4Fn, edgellmQ4x4SplitFn, edgellmFn, dst)
 	if d == nil {
 		return nil, errors.New("edgellm q4x4: out of memory")
 	}
@@ -137,9 +164,9 @@ func (c *GGMLContext) MulMatEdgellmQ4x4(w, x Tensor, p *EdgellmQ4x4) Tensor {
 	if p == nil || p.d == nil || !EdgellmQ4x4Eligible(w, x) {
 		return c.MulMatEdgellm(w, x)
 	}
-	if !c.ok("mul_mat_edgellm_q4x4", w, x) || c.FreeBytes() < 2*TensorOverhead() {
+	if !c.ok("mul_mat_edgellm_q4x4", w, x) || c.FreeBytes() < 3*TensorOverhead() {
 		return c.fail("mul_mat_edgellm_q4x4: context full")
 	}
 	aq := C.ggml_cast(c.p, x.p, C.GGML_TYPE_Q8_0)
-	return Tensor{C.edgellm_mul_mat_q4x4(c.p, w.p, aq, p.d)}
+	return Tensor{C.edgellm_mul_mat_q4x4(c.p, w.p, aq, p.d, matvec.SplitBytes)}
 }

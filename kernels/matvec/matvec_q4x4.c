@@ -14,6 +14,7 @@
 #include "matvec_q4x4.h"
 #include "emv_scratch.h"
 #include "emv_prefetch.h"
+#include "emv_split.h"
 #include "matvec_q4x4_avx2.h"
 #include "matvec_q4x4_gemm.h" // n > 8: the tiled kernel
 
@@ -185,7 +186,7 @@ Q4X4_T Q4X4_INLINE void q4x4_body_s(const uint8_t *p, size_t gbytes, int nb, int
 		for (int j = 0; j < N; j++) q4x4_store4(lo[gi][j], hi[gi][j], 4 * (g + gi), r0, r1, y + (size_t)j * ldy);
 }
 
-typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,
+typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, int64_t, const uint8_t *, size_t, const uint8_t *,
                         const float *, float *, size_t, int64_t, int64_t);
 
 // One function per n: GN groups per pass (more independent chains, and
@@ -194,25 +195,25 @@ typedef void (*q4x4_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const ui
 // 32 zmm registers (3 x 2 x N) and some live on the stack, yet it
 // measured faster than GN = 2 and GN = 1 (RATIONALE "Bending v(n)").
 #define Q4X4_FN(N, GN)                                                                                          \
-	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
+	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1, int64_t gpf, \
 	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
 	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
 		int64_t g = g0;                                                                                     \
-		for (; g + GN <= g1; g += GN) q4x4_body(p, gbytes, nb, g, GN, g1, N, a, as, scr, da, y, ldy, r0, r1);        \
-		for (; g < g1; g++) q4x4_body(p, gbytes, nb, g, 1, g1, N, a, as, scr, da, y, ldy, r0, r1);                   \
+		for (; g + GN <= g1; g += GN) q4x4_body(p, gbytes, nb, g, GN, gpf, N, a, as, scr, da, y, ldy, r0, r1);       \
+		for (; g < g1; g++) q4x4_body(p, gbytes, nb, g, 1, gpf, N, a, as, scr, da, y, ldy, r0, r1);                  \
 	}
 Q4X4_FN(1, 4)
 Q4X4_FN(2, 3)
 Q4X4_FN(3, 3)
 Q4X4_FN(4, 3)
 #define Q4X4_FN_S(N, GN)                                                                                        \
-	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1,            \
+	Q4X4_T static void q4x4_n##N(const uint8_t *p, size_t gbytes, int nb, int64_t g0, int64_t g1, int64_t gpf, \
 	                             const uint8_t *a, size_t as, const uint8_t *scr, const float *da, float *y,   \
 	                             size_t ldy, int64_t r0, int64_t r1) {                                       \
 		(void)a, (void)as;                                                                                  \
 		int64_t g = g0;                                                                                     \
-		for (; g + GN <= g1; g += GN) q4x4_body_s(p, gbytes, nb, g, GN, g1, N, scr, da, y, ldy, r0, r1);             \
-		for (; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, 1, g1, N, scr, da, y, ldy, r0, r1);                        \
+		for (; g + GN <= g1; g += GN) q4x4_body_s(p, gbytes, nb, g, GN, gpf, N, scr, da, y, ldy, r0, r1);            \
+		for (; g < g1; g++) q4x4_body_s(p, gbytes, nb, g, 1, gpf, N, scr, da, y, ldy, r0, r1);                       \
 	}
 Q4X4_FN_S(5, 3)
 Q4X4_FN_S(6, 3)
@@ -239,9 +240,48 @@ int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t 
 		const uint8_t *aj = (const uint8_t *)a + (size_t)j0 * as;
 		float *da = (float *)(scr + (size_t)nn * nb * 32);
 		q4x4_prep(nb, aj, as, nn, da, scr);
-		q4x4_tab[nn - 1]((const uint8_t *)p, gbytes, nb, g0, g1, aj, as, scr, da, y + (size_t)j0 * ldy, ldy, r0, r1);
+		q4x4_tab[nn - 1]((const uint8_t *)p, gbytes, nb, g0, g1, g1, aj, as, scr, da, y + (size_t)j0 * ldy, ldy, r0,
+		                 r1);
 	}
 	return 0;
+}
+
+// Units of 16 rows (4 groups) per claimed chunk: about 64 KB of weights, a
+// multiple of 3 units from n = 2 on (whole 3-group passes).
+static int64_t q4x4_chunk_units(int64_t k, int64_t n) {
+	int64_t u = (int64_t)(65536 / (4 * emv_q4x4_group_bytes(k)));
+	if (u < 1) u = 1;
+	if (n >= 2) u = (u + 2) / 3 * 3;
+	return u;
+}
+
+int emv_q4x4_matvec_split(const void *p, int64_t rows, int64_t k, const void *a, size_t as, int64_t n, float *y,
+                          size_t ldy, void *split, int ith, int nth) {
+	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || n < 1 || !split || ith < 0 || ith >= nth) return -1;
+	if (n > 8 || nth > EMV_SPLIT_MAX || emv_q4x4_avx2_selected() || !emv_q4x4_available()) return -2;
+	int nb = (int)(k / Q4X4_QK);
+	size_t gbytes = emv_q4x4_group_bytes(k);
+	emv_split *sp = split;
+	int64_t units = (rows + 15) / 16, chunk = q4x4_chunk_units(k, n), u0, u1, pf1;
+	emv_split_begin(sp, nth, units);
+	// Without scratch this thread claims nothing: the others take its share
+	// (every thread of the call must pass begin and end).
+	uint8_t *scr = emv_scratch_get(EMV_SCRATCH_Q4X4, (size_t)n * nb * 36 + 64);
+	if (!scr) {
+		emv_split_end(sp, nth);
+		return 0;
+	}
+	float *da = (float *)(scr + (size_t)n * nb * 32);
+	q4x4_prep(nb, (const uint8_t *)a, as, (int)n, da, scr);
+	int64_t done = 0;
+	while (emv_split_next(sp, ith, nth, chunk, &u0, &u1, &pf1)) {
+		done += u1 - u0;
+		int64_t r0 = 16 * u0, r1 = 16 * u1 < rows ? 16 * u1 : rows, rpf = 16 * pf1 < rows ? 16 * pf1 : rows;
+		q4x4_tab[n - 1]((const uint8_t *)p, gbytes, nb, r0 / 4, (r1 + 3) / 4, (rpf + 3) / 4, (const uint8_t *)a, as,
+		                scr, da, y, ldy, r0, r1);
+	}
+	emv_split_end(sp, nth);
+	return done;
 }
 #else
 int emv_q4x4_available(void) { return 0; }
@@ -250,6 +290,12 @@ int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t 
                     int64_t n, float *y, size_t ldy) {
 	(void)p, (void)a, (void)as, (void)y, (void)ldy;
 	if (rows <= 0 || k <= 0 || k % Q4X4_QK != 0 || n < 1 || r0 < 0 || r1 < r0 || r1 > rows) return -1;
+	return -2;
+}
+
+int emv_q4x4_matvec_split(const void *p, int64_t rows, int64_t k, const void *a, size_t as, int64_t n, float *y,
+                          size_t ldy, void *split, int ith, int nth) {
+	(void)p, (void)rows, (void)k, (void)a, (void)as, (void)n, (void)y, (void)ldy, (void)split, (void)ith, (void)nth;
 	return -2;
 }
 #endif

@@ -40,4 +40,16 @@ int emv_q4x4_pack(const void *w, size_t ws, int64_t rows, int64_t k, int64_t g0,
 // written; the caller runs the plain-block kernel).
 int emv_q4x4_matvec(const void *p, int64_t rows, int64_t k, int64_t r0, int64_t r1, const void *a, size_t astride,
                     int64_t n, float *y, size_t ldy);
+
+// emv_q4x4_matvec_split is emv_q4x4_matvec over every row, computed by the
+// nth threads of a pool together, thread ith calling it: the rows are
+// shared through split (EMV_SPLIT_BYTES of zeroed memory per graph node,
+// emv_split.h), so a slower thread leaves its share's tail to the others.
+// The same bits as any static split. Returns the number of 16-row units
+// this thread computed (>= 0), -1 on bad arguments, or -2
+// where it does not apply (n > 8, more than EMV_SPLIT_MAX threads, the AVX2
+// kernel, no VNNI): split is untouched and the caller splits statically.
+// Every thread of the call gets the same answer for the same arguments.
+int emv_q4x4_matvec_split(const void *p, int64_t rows, int64_t k, const void *a, size_t astride, int64_t n, float *y,
+                          size_t ldy, void *split, int ith, int nth);
 #endif

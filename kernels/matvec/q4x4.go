@@ -3,6 +3,8 @@ package matvec
 /*
 #include "matvec_q4x4.h"
 #include "matvec_q4x4_avx2.h"
+#include "emv_split.h"
+#include <stdlib.h>
 */
 import "C"
 
@@ -136,3 +138,25 @@ func mulQ4x4Range(p *Q4x4, r0, r1 int, a *Activations, y []float32) {
 // Q4x4CFunc is the C entry point emv_q4x4_matvec (matvec_q4x4.h) as a
 // function pointer, for the ggml custom op in package kernels.
 func Q4x4CFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_q4x4_matvec) }
+
+// Q4x4SplitCFunc is emv_q4x4_matvec_split (matvec_q4x4.h) as a function
+// pointer, for the same op.
+func Q4x4SplitCFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_q4x4_matvec_split) }
+
+// SplitBytes is EMV_SPLIT_BYTES: the zeroed state per graph node that
+// emv_q4x4_matvec_split shares rows through.
+const SplitBytes = C.EMV_SPLIT_BYTES
+
+// mulQ4x4Split is thread ith of nth's emv_q4x4_matvec_split over every row
+// of p, sharing rows through split (splitState): the units this thread
+// computed, or -1 / -2 as the C function returns.
+func mulQ4x4Split(p *Q4x4, a *Activations, y []float32, split unsafe.Pointer, ith, nth int) int {
+	return int(C.emv_q4x4_matvec_split(unsafe.Pointer(&p.buf[p.off]), C.int64_t(p.rows), C.int64_t(p.k),
+		unsafe.Pointer(&a.buf[0]), C.size_t(a.k/QK*ActBlockBytes), C.int64_t(a.n), (*C.float)(unsafe.Pointer(&y[0])),
+		C.size_t(p.rows), split, C.int(ith), C.int(nth)))
+}
+
+// splitState is a zeroed emv_split in C memory (free with freeSplitState).
+func splitState() unsafe.Pointer { return C.calloc(1, C.EMV_SPLIT_BYTES) }
+
+func freeSplitState(s unsafe.Pointer) { C.free(s) }
