@@ -111,6 +111,9 @@ func ggmlErr(format string, args ...any) error {
 type GGMLContext struct {
 	p   *C.struct_ggml_context
 	err error // first error recorded by an op (see Err)
+	// The last Q8_0 cast of an activation tensor for edgellm's kernels
+	// (castQ8): matmuls of one input share it.
+	castSrc, castQ8 *C.struct_ggml_tensor
 }
 
 // NewGGMLContext creates a metadata context sized for up to maxTensors tensors
@@ -141,7 +144,7 @@ func (c *GGMLContext) Close() error {
 
 // Reset forgets every tensor and graph in the context, keeping its memory, so
 // a graph can be rebuilt without allocating.
-func (c *GGMLContext) Reset() { C.ggml_reset(c.p); c.err = nil }
+func (c *GGMLContext) Reset() { C.ggml_reset(c.p); c.err, c.castSrc, c.castQ8 = nil, nil, nil }
 
 // FreeBytes is how much metadata memory is left; a builder that checks it
 // before adding tensors never hits ggml's out-of-memory abort.

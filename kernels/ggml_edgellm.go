@@ -105,8 +105,9 @@ func EdgellmCovers(t GGMLType) bool {
 // MulMatEdgellm is MulMat(w, x) computed by edgellm's own matvec kernels
 // (kernels/matvec) when EdgellmEligible(w, x), and by ggml's mul_mat
 // otherwise. For quantised w, two nodes: x is cast to Q8_0 by ggml (the
-// same quantisation its mul_mat applies to the vector operand), then a
-// custom op; for F32/F16 w, the custom op alone reads x as it is. The op,
+// same quantisation its mul_mat applies to the vector operand; the cast of
+// one x is made once per context and shared by the matmuls that read it),
+// then a custom op; for F32/F16 w, the custom op alone reads x as it is. The op,
 // run by the graph's thread pool with the weight rows split across the
 // threads, reads each weight block once for all rows of x. Row j of the result is bitwise
 // the same whatever the number of rows or threads (matvec's contract).
@@ -120,6 +121,16 @@ func (c *GGMLContext) MulMatEdgellm(w, x Tensor) Tensor {
 	if matvec.SupportedFloat(int(w.Type())) {
 		return Tensor{C.edgellm_mul_mat_edgellm_f(c.p, w.p, x.p, edgellmFnF)}
 	}
-	aq := C.ggml_cast(c.p, x.p, C.GGML_TYPE_Q8_0)
-	return Tensor{C.edgellm_mul_mat_edgellm(c.p, w.p, aq, edgellmFn)}
+	return Tensor{C.edgellm_mul_mat_edgellm(c.p, w.p, c.castQ8x(x), edgellmFn)}
+}
+
+// castQ8x is x cast to Q8_0 (ggml's quantization of a mul_mat operand),
+// made once per x: the edgellm matmuls that read one input (q, k and v;
+// gate and up) share the cast, one graph node instead of three or two.
+// Reset forgets it with the context's tensors.
+func (c *GGMLContext) castQ8x(x Tensor) *C.struct_ggml_tensor {
+	if c.castSrc != x.p || c.castQ8 == nil {
+		c.castSrc, c.castQ8 = x.p, C.ggml_cast(c.p, x.p, C.GGML_TYPE_Q8_0)
+	}
+	return c.castQ8
 }

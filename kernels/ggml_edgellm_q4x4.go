@@ -156,7 +156,7 @@ func EdgellmQ4x4Eligible(w, x Tensor) bool {
 }
 
 // MulMatEdgellmQ4x4 is MulMatEdgellm(w, x) reading p, the q4x4 copy of w:
-// the same two nodes (ggml's Q8_0 cast of x, then a custom op), the same
+// the same nodes (ggml's Q8_0 cast of x, shared as there, then a custom op), the same
 // bits, and for every batch size: prefill too runs on the copy, each row
 // bitwise the single-row result. When w, x are not EdgellmQ4x4Eligible or
 // p is nil it is MulMatEdgellm(w, x).
@@ -167,6 +167,5 @@ func (c *GGMLContext) MulMatEdgellmQ4x4(w, x Tensor, p *EdgellmQ4x4) Tensor {
 	if !c.ok("mul_mat_edgellm_q4x4", w, x) || c.FreeBytes() < 3*TensorOverhead() {
 		return c.fail("mul_mat_edgellm_q4x4: context full")
 	}
-	aq := C.ggml_cast(c.p, x.p, C.GGML_TYPE_Q8_0)
-	return Tensor{C.edgellm_mul_mat_q4x4(c.p, w.p, aq, p.d, matvec.SplitBytes)}
+	return Tensor{C.edgellm_mul_mat_q4x4(c.p, w.p, c.castQ8x(x), p.d, matvec.SplitBytes)}
 }
