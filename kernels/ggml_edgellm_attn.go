@@ -2,6 +2,7 @@ package kernels
 
 /*
 #include <stdint.h>
+#include <string.h>
 #include "ggml.h"
 #include "matvec/attn.h"
 
@@ -55,6 +56,16 @@ static struct ggml_tensor *edgellm_attn(struct ggml_context *ctx, struct ggml_te
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[2], q->ne[1], 1, args, 4, edgellm_attn_op,
 	                      GGML_N_TASKS_MAX, d);
 }
+
+// edgellm_is_attn reports whether t is edgellm_attn's node: a custom op
+// whose op_params begin with edgellm_attn_op (ggml's ggml_custom_op_params
+// holds the function first).
+static int edgellm_is_attn(const struct ggml_tensor *t) {
+	if (t->op != GGML_OP_CUSTOM) return 0;
+	ggml_custom_op_t fn;
+	memcpy(&fn, t->op_params, sizeof fn);
+	return fn == edgellm_attn_op;
+}
 */
 import "C"
 
@@ -97,4 +108,15 @@ func (c *GGMLContext) AttnEdgellm(q, k, v, mask Tensor, scale, softcap float32) 
 		return c.fail("attn_edgellm: context full")
 	}
 	return Tensor{C.edgellm_attn(c.p, q.p, k.p, v.p, mask.p, edgellmAttnFn, C.float(scale), C.float(softcap))}
+}
+
+// CountAttnEdgellm is how many of g's nodes are AttnEdgellm's custom op.
+func (g *Graph) CountAttnEdgellm() int {
+	n := 0
+	for i := range g.NNodes() {
+		if C.edgellm_is_attn(C.ggml_graph_node(g.p, C.int(i))) != 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -190,7 +190,7 @@ func TestAttnEdgellm(t *testing.T) {
 			var first []float32
 			for threads := 1; threads <= 4; threads++ {
 				own := newAttnGraph(t, &p, GGMLTypeF16, threads, true)
-				if c, f := own.g.CountOps("CUSTOM"), own.g.CountOps("FLASH_ATTN_EXT"); c != 1 || f != 0 {
+				if c, f := own.g.CountAttnEdgellm(), own.g.CountOps("FLASH_ATTN_EXT"); c != 1 || f != 0 {
 					t.Fatalf("%+v: %d custom ops and %d FLASH_ATTN_EXT, want 1 and 0", sh, c, f)
 				}
 				got := own.run(t, &p)
@@ -267,7 +267,7 @@ func TestAttnEdgellmFallsBack(t *testing.T) {
 	}{{EdgellmMaxN + 1, GGMLTypeF16}, {2, GGMLTypeQ8_0}} {
 		p := newAttnProblem(rng, 64, 8, 2, 40, c.nq, 0)
 		a := newAttnGraph(t, p, c.kv, 1, true)
-		if cu, f := a.g.CountOps("CUSTOM"), a.g.CountOps("FLASH_ATTN_EXT"); cu != 0 || f != 1 {
+		if cu, f := a.g.CountAttnEdgellm(), a.g.CountOps("FLASH_ATTN_EXT"); cu != 0 || f != 1 {
 			t.Fatalf("n_q %d %s: %d custom ops and %d FLASH_ATTN_EXT, want 0 and 1", c.nq, c.kv, cu, f)
 		}
 	}

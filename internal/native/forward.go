@@ -299,7 +299,11 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			if kc.Type() == kernels.GGMLTypeF32 {
 				kc, vc = c.Cast(kc, kernels.GGMLTypeF16), c.Cast(vc, kernels.GGMLTypeF16)
 			}
-			a = c.FlashAttnExtCap(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap) // [hd, n_head, n_q]
+			if g.ownKernels { // edgellm's attention where eligible (F16 cache, decode/verify rows), else ggml's
+				a = c.AttnEdgellm(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap)
+			} else {
+				a = c.FlashAttnExtCap(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap) // [hd, n_head, n_q]
+			}
 			c.SetPrecF32(a)
 			a = c.Reshape(a, hd*nh, nQ)
 		} else {

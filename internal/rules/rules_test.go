@@ -34,7 +34,7 @@ var edges = []edge{
 	// The contract and the ABI: the bottom.
 	{"host/engine", []string{"abi"}, nil, "the engine contract's draft statistics are sized by the ABI's MaxSpecK; KVType converts to the wire enum"},
 	{"kernels", []string{"host/engine"}, nil, "the KV cache element type is the contract's one KVType (kernels.KVGGMLType converts it to ggml's)"},
-	{"kernels", []string{"kernels/matvec"}, []string{"ggml_edgellm.go", "ggml_edgellm_q4x4.go"}, "the ggml custom ops MulMatEdgellm and MulMatEdgellmQ4x4 run edgellm's own matvec kernels inside ggml graphs (#31)"},
+	{"kernels", []string{"kernels/matvec"}, []string{"ggml_edgellm.go", "ggml_edgellm_q4x4.go", "ggml_edgellm_attn.go"}, "the ggml custom ops MulMatEdgellm, MulMatEdgellmQ4x4 and AttnEdgellm run edgellm's own kernels inside ggml graphs (#31)"},
 
 	// Below host: formats, kernels and the two engines (internal/).
 	{"internal/precision", []string{"internal/gguf"}, nil, "a precision manifest is read from GGUF metadata"},

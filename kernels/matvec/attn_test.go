@@ -148,7 +148,7 @@ func attnImpls() []Impl {
 
 func attnShapes() []AttnShape {
 	var out []AttnShape
-	for _, hd := range []int{64, 128, 40} {
+	for _, hd := range []int{64, 128, 40, 8} {
 		for _, g := range []int{1, 4} {
 			out = append(out, AttnShape{HD: hd, NQ: AttnMaxN, NHead: 2 * g, NHeadKV: 2, NKV: 77 + hd,
 				Scale: float32(1 / math.Sqrt(float64(hd)))})

@@ -1,0 +1,105 @@
+package native
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/edgellm/edgellm/host/engine"
+	"github.com/edgellm/edgellm/internal/gguf"
+	"github.com/edgellm/edgellm/internal/sharedtest"
+	"github.com/edgellm/edgellm/kernels"
+	"github.com/edgellm/edgellm/kernels/matvec"
+)
+
+// attnOps is how many edgellm attention ops and FLASH_ATTN_EXT nodes the
+// session's last graph has.
+func attnOps(s engine.Session) (own, flash int) {
+	g := SessionOf(s).lastGr.g
+	return g.CountAttnEdgellm(), g.CountOps("FLASH_ATTN_EXT")
+}
+
+// TestOwnKernelsAttention: with Options.Kernels "edgellm" every layer's
+// attention of a decode step or a verify batch (n <= EdgellmMaxN) is
+// edgellm's attention op (kernels.AttnEdgellm) and no FLASH_ATTN_EXT is
+// left, while the default kernels keep ggml's FLASH_ATTN_EXT; and a
+// verify batch of n = 2..9 tokens gives each row's logits bitwise equal to
+// the single steps' with that op in the graph, at 1 and 2 threads: the
+// SYNTHETIC 1B shape at a quarter width (hd 64, GQA 4) and stories260K
+// (hd 8, GQA 2).
+func TestOwnKernelsAttention(t *testing.T) {
+	if !matvec.AttnUsable() {
+		t.Skip("no edgellm attention kernel on this CPU: ggml's flash attention stays")
+	}
+	toks := []int32{1, 403, 407, 261, 378, 414, 270, 262, 300, 310, 320}
+	models := []string{
+		synthModel(t, l1bQuarter, gguf.Q4_0),
+		filepath.Join(sharedtest.Dir(), "models", "derived", "stories260K-ff192-Q8_0.gguf"),
+	}
+	for _, path := range models {
+		for _, threads := range []int{1, 2} {
+			name := fmt.Sprintf("%s/t%d", filepath.Base(path), threads)
+			// the default kernels: ggml's flash attention, unchanged
+			g, err := Load(path, Options{Threads: threads, NoVocab: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nl := g.Config().NLayer
+			gs, _ := g.NewSession(engine.SessionConfig{NCtx: 64})
+			if err := gs.Decode(toks[:1], engine.LogitsLast); err != nil {
+				t.Fatal(err)
+			}
+			if own, flash := attnOps(gs); own != 0 || flash != nl {
+				t.Fatalf("%s, ggml kernels: %d edgellm attention ops, %d FLASH_ATTN_EXT; want 0 and %d", name, own, flash, nl)
+			}
+			gs.Close()
+			g.Close()
+
+			e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nv := e.Config().NVocab
+			check := func(s engine.Session, what string) {
+				if own, flash := attnOps(s); own != nl || flash != 0 {
+					t.Fatalf("%s, %s: %d edgellm attention ops, %d FLASH_ATTN_EXT; want %d and 0", name, what, own, flash, nl)
+				}
+			}
+			single := make([][]float32, len(toks))
+			s, _ := e.NewSession(engine.SessionConfig{NCtx: 64})
+			for i, tok := range toks {
+				if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+					t.Fatal(err)
+				}
+				check(s, "single step")
+				single[i] = make([]float32, nv)
+				s.Logits(0, single[i])
+			}
+			s.Close()
+			row := make([]float32, nv)
+			for n := 2; n <= kernels.EdgellmMaxN; n++ {
+				b, _ := e.NewSession(engine.SessionConfig{NCtx: 64})
+				for _, tok := range toks[:2] {
+					if err := b.Decode([]int32{tok}, engine.LogitsLast); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := b.Decode(toks[2:2+n], engine.LogitsAll); err != nil {
+					t.Fatal(err)
+				}
+				check(b, fmt.Sprintf("verify batch of %d", n))
+				for j := range n {
+					b.Logits(j, row)
+					for v := range row {
+						if math.Float32bits(row[v]) != math.Float32bits(single[2+j][v]) {
+							t.Fatalf("%s: n=%d row %d logit %d: batch %g, single step %g", name, n, j, v, row[v], single[2+j][v])
+						}
+					}
+				}
+				b.Close()
+			}
+			e.Close()
+		}
+	}
+}
