@@ -16,6 +16,36 @@ ATTN_T_AVX2 ATTN_INLINE float attn_hsum8(__m256 v8) {
 	return _mm_cvtss_f32(v);
 }
 
+// The same tree on four 8-lane vectors at once: r[0..3] = fold(y0..y3).
+// permute2f128 + add gives each its w = (v0+v4, v1+v5, v2+v6, v3+v7), the
+// shuffles then (w0+w2) + (w1+w3): the tree's order.
+ATTN_T_AVX2 ATTN_INLINE void attn_hsum8x4(__m256 y0, __m256 y1, __m256 y2, __m256 y3, float *r) {
+	__m256 a = _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20), _mm256_permute2f128_ps(y0, y1, 0x31));
+	__m256 b = _mm256_add_ps(_mm256_permute2f128_ps(y2, y3, 0x20), _mm256_permute2f128_ps(y2, y3, 0x31));
+	__m256 s = _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+	__m256 t = _mm256_add_ps(_mm256_shuffle_ps(s, s, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(s, s, _MM_SHUFFLE(3, 1, 3, 1)));
+	// t: [y0, y2, y0, y2 | y1, y3, y1, y3]
+	float o[8];
+	_mm256_storeu_ps(o, t);
+	r[0] = o[0], r[1] = o[4], r[2] = o[1], r[3] = o[5];
+}
+
+// Four visible positions c..c+3 (no mask entry -inf): their scores.
+#define ATTN_SCORES4(DOT4)                                                                                     \
+	for (; c + 4 <= c1; c += 4) {                                                                          \
+		float mv0 = m ? m[c] : 0.0f, mv1 = m ? m[c + 1] : 0.0f, mv2 = m ? m[c + 2] : 0.0f,             \
+		      mv3 = m ? m[c + 3] : 0.0f;                                                                \
+		if (mv0 == -INFINITY || mv1 == -INFINITY || mv2 == -INFINITY || mv3 == -INFINITY) break;       \
+		float d[4];                                                                                    \
+		DOT4(q, k + (size_t)c * ks, ks, hd, d);                                                        \
+		s[c] = attn_post(d[0], scale, softcap, mv0);                                                   \
+		s[c + 1] = attn_post(d[1], scale, softcap, mv1);                                               \
+		s[c + 2] = attn_post(d[2], scale, softcap, mv2);                                               \
+		s[c + 3] = attn_post(d[3], scale, softcap, mv3);                                               \
+		for (int l = 0; l < 4; l++)                                                                    \
+			if (s[c + l] > mx) mx = s[c + l];                                                      \
+	}
+
 // ---- AVX2: lanes 0..7 in lo, 8..15 in hi ----
 
 ATTN_T_AVX2 ATTN_INLINE __m256 attn_exp8(__m256 x) {
@@ -53,10 +83,28 @@ ATTN_T_AVX2 static float attn_dot_avx2(const float *q, const uint8_t *k, int64_t
 	return attn_fold16(acc);
 }
 
+// Four rows' dots (hd a multiple of 16): lanes as attn_dot_avx2.
+ATTN_T_AVX2 ATTN_INLINE void attn_dot4_avx2(const float *q, const uint8_t *k, size_t ks, int64_t hd, float *d) {
+	__m256 lo[4], hi[4];
+	for (int r = 0; r < 4; r++) lo[r] = hi[r] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < hd; i += 16) {
+		__m256 ql = _mm256_loadu_ps(q + i), qh = _mm256_loadu_ps(q + i + 8);
+		for (int r = 0; r < 4; r++) {
+			const uint8_t *kr = k + (size_t)r * ks + 2 * i;
+			lo[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)kr)), ql, lo[r]);
+			hi[r] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + 16))), qh, hi[r]);
+		}
+	}
+	attn_hsum8x4(_mm256_add_ps(lo[0], hi[0]), _mm256_add_ps(lo[1], hi[1]), _mm256_add_ps(lo[2], hi[2]),
+	             _mm256_add_ps(lo[3], hi[3]), d);
+}
+
 ATTN_T_AVX2 static float attn_scores_avx2(const float *q, const uint8_t *k, size_t ks, int64_t hd, int64_t c0,
                                           int64_t c1, const float *m, float scale, float softcap, float *s) {
 	float mx = -INFINITY;
-	for (int64_t c = c0; c < c1; c++) {
+	int64_t c = c0;
+	if (hd % 16 == 0) ATTN_SCORES4(attn_dot4_avx2)
+	for (; c < c1; c++) {
 		float mv = m ? m[c] : 0.0f;
 		if (mv == -INFINITY) {
 			s[c] = -INFINITY;
@@ -166,10 +214,27 @@ ATTN_T_AVX512 static float attn_dot_avx512(const float *q, const uint8_t *k, int
 	return attn_hsum16(a);
 }
 
+// Four rows' dots (hd a multiple of 16): lanes as attn_dot_avx512.
+ATTN_T_AVX512 ATTN_INLINE void attn_dot4_avx512(const float *q, const uint8_t *k, size_t ks, int64_t hd, float *d) {
+	__m512 a[4];
+	for (int r = 0; r < 4; r++) a[r] = _mm512_setzero_ps();
+	for (int64_t i = 0; i < hd; i += 16) {
+		__m512 qv = _mm512_loadu_ps(q + i);
+		for (int r = 0; r < 4; r++)
+			a[r] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k + (size_t)r * ks + 2 * i))), qv,
+			                       a[r]);
+	}
+#define ATTN_HALVES(x) _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1))
+	attn_hsum8x4(ATTN_HALVES(a[0]), ATTN_HALVES(a[1]), ATTN_HALVES(a[2]), ATTN_HALVES(a[3]), d);
+#undef ATTN_HALVES
+}
+
 ATTN_T_AVX512 static float attn_scores_avx512(const float *q, const uint8_t *k, size_t ks, int64_t hd, int64_t c0,
                                               int64_t c1, const float *m, float scale, float softcap, float *s) {
 	float mx = -INFINITY;
-	for (int64_t c = c0; c < c1; c++) {
+	int64_t c = c0;
+	if (hd % 16 == 0) ATTN_SCORES4(attn_dot4_avx512)
+	for (; c < c1; c++) {
 		float mv = m ? m[c] : 0.0f;
 		if (mv == -INFINITY) {
 			s[c] = -INFINITY;
