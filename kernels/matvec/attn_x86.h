@@ -30,21 +30,38 @@ ATTN_T_AVX2 ATTN_INLINE void attn_hsum8x4(__m256 y0, __m256 y1, __m256 y2, __m25
 	r[0] = o[0], r[1] = o[4], r[2] = o[1], r[3] = o[5];
 }
 
-// Four visible positions c..c+3 (no mask entry -inf): their scores.
-#define ATTN_SCORES4(DOT4)                                                                                     \
-	for (; c + 4 <= c1; c += 4) {                                                                          \
-		float mv0 = m ? m[c] : 0.0f, mv1 = m ? m[c + 1] : 0.0f, mv2 = m ? m[c + 2] : 0.0f,             \
-		      mv3 = m ? m[c + 3] : 0.0f;                                                                \
-		if (mv0 == -INFINITY || mv1 == -INFINITY || mv2 == -INFINITY || mv3 == -INFINITY) break;       \
-		float d[4];                                                                                    \
-		DOT4(q, k + (size_t)c * ks, ks, hd, d);                                                        \
-		s[c] = attn_post(d[0], scale, softcap, mv0);                                                   \
-		s[c + 1] = attn_post(d[1], scale, softcap, mv1);                                               \
-		s[c + 2] = attn_post(d[2], scale, softcap, mv2);                                               \
-		s[c + 3] = attn_post(d[3], scale, softcap, mv3);                                               \
-		for (int l = 0; l < 4; l++)                                                                    \
-			if (s[c + l] > mx) mx = s[c + l];                                                      \
-	}
+// One position's score (DOT1) or, for four positions none of which is
+// masked, four at a time (DOT4): the same bits.
+#define ATTN_SCORE1(DOT1, c)                                                                                   \
+	do {                                                                                                   \
+		float mv_ = m ? m[c] : 0.0f;                                                                   \
+		if (mv_ == -INFINITY) {                                                                        \
+			s[c] = -INFINITY;                                                                      \
+		} else {                                                                                       \
+			s[c] = attn_post(DOT1(q, k + (size_t)(c) * ks, hd), scale, softcap, mv_);              \
+			if (s[c] > mx) mx = s[c];                                                              \
+		}                                                                                              \
+	} while (0)
+
+#define ATTN_SCORES(DOT1, DOT4)                                                                                \
+	float mx = -INFINITY;                                                                                  \
+	int64_t c = c0;                                                                                        \
+	if (hd % 16 == 0)                                                                                      \
+		for (; c + 4 <= c1; c += 4) {                                                                  \
+			if (m && (m[c] == -INFINITY || m[c + 1] == -INFINITY || m[c + 2] == -INFINITY ||       \
+			          m[c + 3] == -INFINITY)) {                                                    \
+				for (int l = 0; l < 4; l++) ATTN_SCORE1(DOT1, c + l);                          \
+				continue;                                                                      \
+			}                                                                                      \
+			float d[4];                                                                            \
+			DOT4(q, k + (size_t)c * ks, ks, hd, d);                                                \
+			for (int l = 0; l < 4; l++) {                                                          \
+				s[c + l] = attn_post(d[l], scale, softcap, m ? m[c + l] : 0.0f);               \
+				if (s[c + l] > mx) mx = s[c + l];                                              \
+			}                                                                                      \
+		}                                                                                              \
+	for (; c < c1; c++) ATTN_SCORE1(DOT1, c);                                                              \
+	return mx;
 
 // ---- AVX2: lanes 0..7 in lo, 8..15 in hi ----
 
@@ -101,19 +118,7 @@ ATTN_T_AVX2 ATTN_INLINE void attn_dot4_avx2(const float *q, const uint8_t *k, si
 
 ATTN_T_AVX2 static float attn_scores_avx2(const float *q, const uint8_t *k, size_t ks, int64_t hd, int64_t c0,
                                           int64_t c1, const float *m, float scale, float softcap, float *s) {
-	float mx = -INFINITY;
-	int64_t c = c0;
-	if (hd % 16 == 0) ATTN_SCORES4(attn_dot4_avx2)
-	for (; c < c1; c++) {
-		float mv = m ? m[c] : 0.0f;
-		if (mv == -INFINITY) {
-			s[c] = -INFINITY;
-			continue;
-		}
-		s[c] = attn_post(attn_dot_avx2(q, k + (size_t)c * ks, hd), scale, softcap, mv);
-		if (s[c] > mx) mx = s[c];
-	}
-	return mx;
+	ATTN_SCORES(attn_dot_avx2, attn_dot4_avx2)
 }
 
 ATTN_T_AVX2 static float attn_expsum_avx2(float *s, int64_t n, float M) {
@@ -231,19 +236,7 @@ ATTN_T_AVX512 ATTN_INLINE void attn_dot4_avx512(const float *q, const uint8_t *k
 
 ATTN_T_AVX512 static float attn_scores_avx512(const float *q, const uint8_t *k, size_t ks, int64_t hd, int64_t c0,
                                               int64_t c1, const float *m, float scale, float softcap, float *s) {
-	float mx = -INFINITY;
-	int64_t c = c0;
-	if (hd % 16 == 0) ATTN_SCORES4(attn_dot4_avx512)
-	for (; c < c1; c++) {
-		float mv = m ? m[c] : 0.0f;
-		if (mv == -INFINITY) {
-			s[c] = -INFINITY;
-			continue;
-		}
-		s[c] = attn_post(attn_dot_avx512(q, k + (size_t)c * ks, hd), scale, softcap, mv);
-		if (s[c] > mx) mx = s[c];
-	}
-	return mx;
+	ATTN_SCORES(attn_dot_avx512, attn_dot4_avx512)
 }
 
 ATTN_T_AVX512 static float attn_expsum_avx512(float *s, int64_t n, float M) {
