@@ -75,8 +75,10 @@ var edgellmAttnFn = matvec.AttnCFunc()
 
 // AttnEdgellmEligible reports whether AttnEdgellm(q, k, v, mask, ...) runs
 // edgellm's attention kernel (kernels/matvec/attn.c): a CPU with it
-// (AVX2+FMA+F16C or AVX-512; not arm64), q F32 [hd, n_q, n_head] with
-// n_q <= EdgellmMaxN, k and v F16 [hd, n_kv, n_head_kv] views with
+// (AVX2+FMA+F16C or AVX-512; not arm64), q F32 [hd, n_q, n_head] (any
+// n_q: written for decode and verify batches of up to EdgellmMaxN rows,
+// it takes prefill too, so that prefill rows stay bitwise the single
+// steps' as with ggml's per-row flash attention), k and v F16 [hd, n_kv, n_head_kv] views with
 // contiguous rows (the KV cache's, as the native graph's cacheView makes
 // them), n_head a multiple of n_head_kv, mask F16 [n_kv, >= n_q].
 func AttnEdgellmEligible(q, k, v, mask Tensor) bool {
@@ -87,7 +89,7 @@ func AttnEdgellmEligible(q, k, v, mask Tensor) bool {
 		return t.Type() == GGMLTypeF16 && t.Nb(0) == 2 && t.Ne(0) == q.Ne(0) && t.Ne(1) == k.Ne(1) &&
 			t.Ne(2) == k.Ne(2) && t.Ne(3) == 1
 	}
-	return q.Type() == GGMLTypeF32 && q.Nb(0) == 4 && q.Ne(3) == 1 && q.Ne(1) >= 1 && q.Ne(1) <= EdgellmMaxN &&
+	return q.Type() == GGMLTypeF32 && q.Nb(0) == 4 && q.Ne(3) == 1 && q.Ne(1) >= 1 &&
 		f16(k) && f16(v) && k.Ne(2) >= 1 && q.Ne(2)%k.Ne(2) == 0 &&
 		mask.Type() == GGMLTypeF16 && mask.Contiguous() && mask.Ne(0) == k.Ne(1) && mask.Ne(1) >= q.Ne(1) &&
 		mask.Ne(2) == 1 && mask.Ne(3) == 1

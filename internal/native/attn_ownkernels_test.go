@@ -20,14 +20,16 @@ func attnOps(s engine.Session) (own, flash int) {
 	return g.CountAttnEdgellm(), g.CountOps("FLASH_ATTN_EXT")
 }
 
-// TestOwnKernelsAttention: with Options.Kernels "edgellm" every layer's
-// attention of a decode step or a verify batch (n <= EdgellmMaxN) is
-// edgellm's attention op (kernels.AttnEdgellm) and no FLASH_ATTN_EXT is
-// left, while the default kernels keep ggml's FLASH_ATTN_EXT; and a
-// verify batch of n = 2..9 tokens gives each row's logits bitwise equal to
-// the single steps' with that op in the graph, at 1 and 2 threads: the
-// SYNTHETIC 1B shape at a quarter width (hd 64, GQA 4) and stories260K
-// (hd 8, GQA 2).
+// TestOwnKernelsAttention: with Options.Kernels "edgellm" and
+// EdgellmAttention every layer's attention of a decode step, a verify
+// batch (n <= EdgellmMaxN) or a prefill is edgellm's attention op
+// (kernels.AttnEdgellm) and no FLASH_ATTN_EXT is left, while the default
+// kernels, and Kernels "edgellm" alone, keep ggml's FLASH_ATTN_EXT; and a
+// verify batch of n = 2..9 tokens (and an 11-token prefill) gives each
+// row's logits bitwise equal to the single steps' with that op in the
+// graph, at 1 and 2 threads: the SYNTHETIC 1B shape at a quarter width
+// (hd 64, GQA 4; Q4_0, the prefill too where the q4x4 layout runs) and
+// stories260K (hd 8, GQA 2).
 func TestOwnKernelsAttention(t *testing.T) {
 	if !matvec.AttnUsable() {
 		t.Skip("no edgellm attention kernel on this CPU: ggml's flash attention stays")
@@ -40,27 +42,30 @@ func TestOwnKernelsAttention(t *testing.T) {
 	for _, path := range models {
 		for _, threads := range []int{1, 2} {
 			name := fmt.Sprintf("%s/t%d", filepath.Base(path), threads)
-			// the default kernels: ggml's flash attention, unchanged
-			g, err := Load(path, Options{Threads: threads, NoVocab: true})
-			if err != nil {
-				t.Fatal(err)
+			// the default kernels, and edgellm's matmuls alone: ggml's flash
+			// attention, unchanged
+			for _, kern := range []string{KernelsGGML, KernelsEdgellm} {
+				g, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: kern})
+				if err != nil {
+					t.Fatal(err)
+				}
+				nl := g.Config().NLayer
+				gs, _ := g.NewSession(engine.SessionConfig{NCtx: 64})
+				if err := gs.Decode(toks[:1], engine.LogitsLast); err != nil {
+					t.Fatal(err)
+				}
+				if own, flash := attnOps(gs); own != 0 || flash != nl {
+					t.Fatalf("%s, %s kernels: %d edgellm attention ops, %d FLASH_ATTN_EXT; want 0 and %d", name, kern, own, flash, nl)
+				}
+				gs.Close()
+				g.Close()
 			}
-			nl := g.Config().NLayer
-			gs, _ := g.NewSession(engine.SessionConfig{NCtx: 64})
-			if err := gs.Decode(toks[:1], engine.LogitsLast); err != nil {
-				t.Fatal(err)
-			}
-			if own, flash := attnOps(gs); own != 0 || flash != nl {
-				t.Fatalf("%s, ggml kernels: %d edgellm attention ops, %d FLASH_ATTN_EXT; want 0 and %d", name, own, flash, nl)
-			}
-			gs.Close()
-			g.Close()
 
-			e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm})
+			e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm, EdgellmAttention: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			nv := e.Config().NVocab
+			nv, nl := e.Config().NVocab, e.Config().NLayer
 			check := func(s engine.Session, what string) {
 				if own, flash := attnOps(s); own != nl || flash != 0 {
 					t.Fatalf("%s, %s: %d edgellm attention ops, %d FLASH_ATTN_EXT; want %d and 0", name, what, own, flash, nl)
@@ -99,6 +104,26 @@ func TestOwnKernelsAttention(t *testing.T) {
 				}
 				b.Close()
 			}
+			// a prefill of all the tokens (more than EdgellmMaxN rows), where
+			// the matmuls too are batch-invariant at every size (q4x4)
+			if path != models[0] || !kernels.EdgellmQ4x4Available() {
+				e.Close()
+				continue
+			}
+			p, _ := e.NewSession(engine.SessionConfig{NCtx: 64})
+			if err := p.Decode(toks, engine.LogitsAll); err != nil {
+				t.Fatal(err)
+			}
+			check(p, "prefill")
+			for j := range toks {
+				p.Logits(j, row)
+				for v := range row {
+					if math.Float32bits(row[v]) != math.Float32bits(single[j][v]) {
+						t.Fatalf("%s: prefill row %d logit %d: %g, single step %g", name, j, v, row[v], single[j][v])
+					}
+				}
+			}
+			p.Close()
 			e.Close()
 		}
 	}

@@ -72,6 +72,9 @@ type graph struct {
 	// ownKernels (Options.Kernels "edgellm"): weight matmuls go through
 	// matmul to edgellm's kernels where they apply.
 	ownKernels bool
+	// ownAttn (ownKernels and Options.EdgellmAttention): flash attention
+	// runs edgellm's kernel (kernels.AttnEdgellm) where it applies.
+	ownAttn bool
 	// untrimmed: the last layer computes q, attention and the output
 	// projection for every row and then keeps the rows that want logits
 	// (llama.cpp's order, which TestLastLayerTrim compares against);
@@ -111,6 +114,7 @@ func (s *Session) newGraph() (*graph, error) {
 	g, err := newGraph(s.cfg.NLayer)
 	if err == nil {
 		g.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
+		g.ownAttn = g.ownKernels && s.eng.opts.EdgellmAttention
 		g.own = s.eng.own
 	}
 	return g, err
@@ -299,7 +303,7 @@ func (g *graph) build(key graphKey, cfg *Config, w *Weights, layers []*LayerWeig
 			if kc.Type() == kernels.GGMLTypeF32 {
 				kc, vc = c.Cast(kc, kernels.GGMLTypeF16), c.Cast(vc, kernels.GGMLTypeF16)
 			}
-			if g.ownKernels { // edgellm's attention where eligible (F16 cache, decode/verify rows), else ggml's
+			if g.ownAttn { // edgellm's attention where eligible (F16 cache), else ggml's
 				a = c.AttnEdgellm(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap)
 			} else {
 				a = c.FlashAttnExtCap(qp, kc, vc, mask, kqScale, cfg.AttnSoftcap) // [hd, n_head, n_q]
