@@ -41,6 +41,13 @@
 // lanes, or AVX-VNNI's vpdpbusd ymm where present). ForceQ4x4AVX2 and
 // ForceQ4x4AVXVNNI let tests run the AVX2 kernel on any AVX2 CPU.
 //
+// Decode attention (attn.c, Attn, AttnCFunc): n_q query rows over F16 K
+// and V with GQA, ggml_flash_attn_ext's semantics with every sum in F32,
+// each (row, head) bitwise the same for any n_q, thread split and
+// implementation (scalar, AVX2+FMA+F16C, AVX-512F; AttnUsable is false on
+// arm64, where ggml's flash attention stays). kernels.AttnEdgellm runs it
+// as a ggml custom op.
+//
 // Package kernels runs them inside ggml graphs as a custom op
 // (GGMLContext.MulMatEdgellm, CFunc, CFuncFloat); Mul and MulFloat run
 // them on goroutines for tests and benchmarks.
