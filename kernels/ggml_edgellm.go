@@ -40,7 +40,7 @@ static int edgellm_mv_static(int64_t m, int ith, int nth, int64_t *r0, int64_t *
 // threads: dst[m, n] = w[k, m] x a[k, n] (a: Q8_0 rows). The threads share
 // the weight rows through the node's split state (emv_matvec_split: each
 // starts on its own contiguous range and takes a slower thread's tail);
-// where that does not apply (one thread, n > 8, the NEON kernel) thread
+// where that does not apply (one thread, the NEON kernel) thread
 // ith takes a fixed range of whole row pairs. The kernel's bits do not
 // depend on the split.
 static void edgellm_mv_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
@@ -60,7 +60,7 @@ static void edgellm_mv_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 // edgellm_mvf_op is the float-weight body: dst[m, n] = w[k, m] x x[k, n]
 // with w F32 or F16 and x F32 rows read where they are (no cast node);
 // the kernel is emv_matvec_f32 (kernels/matvec/matvec_f32.h), the split
-// edgellm_mv_op's (shared; fixed ranges for one thread or n > 8).
+// edgellm_mv_op's (shared; fixed ranges for one thread).
 static void edgellm_mvf_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
 	const edgellm_mv_node_t *nd = ud;
 	const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];

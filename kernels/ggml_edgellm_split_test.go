@@ -8,8 +8,8 @@ import (
 // TestMulMatEdgellmSplitRepeated: the plain ops' threads share the rows
 // through the node's split state (many ~64 KB chunks per thread here):
 // run after run of one graph at 2 and 3 threads, each output is bitwise the
-// 1-thread graph's, for every plain type and n = 1..EdgellmMaxN (9: the
-// static split). A state left dirty by one run would lose rows in the next.
+// 1-thread graph's, for every plain type and n = 1..EdgellmMaxN (9: two
+// passes over each chunk). A state left dirty by one run would lose rows in the next.
 func TestMulMatEdgellmSplitRepeated(t *testing.T) {
 	const rows, k = 601, 1024
 	for _, wt := range []GGMLType{GGMLTypeQ8_0, GGMLTypeQ4_0, GGMLTypeF32, GGMLTypeF16} {

@@ -424,6 +424,19 @@ static const void *emv_prep_scratch(int t, int impl, int nb, const uint8_t *aj, 
 #endif
 }
 
+// emv_prep_part: activation rows j0.. of prepared pp (NULL stays NULL).
+static const void *emv_prep_part(const void *pp, int64_t j0, int nb, emv_prep_room *part) {
+#if defined(__x86_64__)
+	if (!pp) return NULL;
+	const emv_prep_t *p = pp;
+	part->da = p->da + (size_t)j0 * nb, part->aux = p->aux + (size_t)j0 * nb * 32;
+	return part;
+#else
+	(void)pp, (void)j0, (void)nb, (void)part;
+	return NULL;
+#endif
+}
+
 int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0, int64_t r1,
                const void *a, size_t as, int64_t n, float *y, size_t ldy) {
 	if ((t != EMV_Q8_0 && t != EMV_Q4_0) || k <= 0 || k % EMV_QK != 0 || n < 1 || r0 < 0 || r1 < r0)
@@ -453,19 +466,24 @@ int emv_matvec_split(int t, int impl, const void *w, size_t ws, int64_t rows, in
 		return -1;
 	if (impl == EMV_BEST) impl = emv_best_impl();
 	if (!emv_impl_available(impl)) return -1;
-	if (n > EMV_MAXN || nth > EMV_SPLIT_MAX || impl == EMV_NEONDOT) return -2;
+	if (nth > EMV_SPLIT_MAX || impl == EMV_NEONDOT) return -2;
 	int nb = (int)(k / EMV_QK);
 	emv_split *sp = split;
 	int64_t pr = emv_pass_rows(impl), units = (rows + pr - 1) / pr;
 	int64_t chunk = (int64_t)(65536 / ((size_t)pr * ws)), u0, u1, pf1, done = 0;
 	if (chunk < 1) chunk = 1;
 	emv_split_begin(sp, nth, units);
-	emv_prep_room room;
+	// Every activation row prepared once (n > 8: a chunk's rows are read
+	// once per 8, the second time from cache).
+	emv_prep_room room, part;
 	const void *pp = emv_prep_scratch(t, impl, nb, (const uint8_t *)a, as, (int)n, &room);
 	while (emv_split_next(sp, ith, nth, chunk, &u0, &u1, &pf1)) {
 		done += u1 - u0;
 		int64_t r0 = pr * u0, r1 = pr * u1 < rows ? pr * u1 : rows, rpf = pr * pf1 < rows ? pr * pf1 : rows;
-		emv_rows(t, impl, (const uint8_t *)w, ws, nb, r0, r1, rpf, (const uint8_t *)a, as, (int)n, y, ldy, pp);
+		for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN)
+			emv_rows(t, impl, (const uint8_t *)w, ws, nb, r0, r1, rpf, (const uint8_t *)a + (size_t)j0 * as, as,
+			         (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN), y + (size_t)j0 * ldy, ldy,
+			         emv_prep_part(pp, j0, nb, &part));
 	}
 	emv_split_end(sp, nth);
 	return (int)done;

@@ -4,6 +4,7 @@ package matvec
 #cgo CFLAGS: -O3
 #cgo LDFLAGS: -lm
 #include "matvec.h"
+#include "emv_split.h"
 */
 import "C"
 
@@ -193,6 +194,9 @@ func CFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec) }
 // same op: the pool's threads share the rows through a per-node state of
 // SplitBytes.
 func SplitCFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec_split) }
+
+// splitMaxThreads is EMV_SPLIT_MAX: calls from larger pools split statically.
+const splitMaxThreads = C.EMV_SPLIT_MAX
 
 // mulSplit is thread ith of nth's emv_matvec_split over every row of w,
 // sharing rows through split (splitState): the units this thread computed,

@@ -41,9 +41,9 @@ int emv_matvec(int t, int impl, const void *w, size_t wstride, int64_t k, int64_
 // so a slower thread leaves its share's tail to the others. The same bits
 // as emv_matvec with any static split. Returns the number of units (the
 // kernel's rows per pass: 4 for AVX-512, else 1) this thread computed
-// (>= 0), -1 on bad arguments, or -2 where it does not apply (n > 8, more
-// than EMV_SPLIT_MAX threads, the NEON kernel: matvec_arm64.c prefetches up
-// to its call's last row only): split is untouched and the caller splits
+// (>= 0), -1 on bad arguments, or -2 where it does not apply (more than
+// EMV_SPLIT_MAX threads, the NEON kernel: matvec_arm64.c prefetches up to
+// its call's last row only): split is untouched and the caller splits
 // statically. Every thread gets the same answer for the same arguments.
 int emv_matvec_split(int t, int impl, const void *w, size_t wstride, int64_t rows, int64_t k, const void *a,
                      size_t astride, int64_t n, float *y, size_t ldy, void *split, int ith, int nth);

@@ -276,16 +276,20 @@ int emv_matvec_f32_split(int t, int impl, const void *w, size_t ws, int64_t rows
 	if ((t != EMV_F32 && t != EMV_F16) || rows <= 0 || k <= 0 || n < 1 || !split || ith < 0 || ith >= nth) return -1;
 	if (impl == EMV_BEST) impl = emv_best_impl();
 	if (!emv_impl_available(impl)) return -1;
-	if (n > EMV_MAXN || nth > EMV_SPLIT_MAX) return -2;
+	if (nth > EMV_SPLIT_MAX) return -2;
 	emv_split *sp = split;
-	int64_t pr = emvf_pass_rows(impl, n), units = (rows + pr - 1) / pr;
+	// n > 8: passes of 8 rows, then of the rest; the rest's pass rows (the
+	// larger; each count divides the next) are the unit.
+	int64_t pr = emvf_pass_rows(impl, (n - 1) % EMV_MAXN + 1), units = (rows + pr - 1) / pr;
 	int64_t chunk = (int64_t)(65536 / ((size_t)pr * ws)), u0, u1, pf1, done = 0;
 	if (chunk < 1) chunk = 1;
 	emv_split_begin(sp, nth, units);
 	while (emv_split_next(sp, ith, nth, chunk, &u0, &u1, &pf1)) {
 		done += u1 - u0;
 		int64_t r0 = pr * u0, r1 = pr * u1 < rows ? pr * u1 : rows, rpf = pr * pf1 < rows ? pr * pf1 : rows;
-		emvf_rows(t, impl, (const uint8_t *)w, ws, k, r0, r1, rpf, (const uint8_t *)x, xs, (int)n, y, ldy);
+		for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN)
+			emvf_rows(t, impl, (const uint8_t *)w, ws, k, r0, r1, rpf, (const uint8_t *)x + (size_t)j0 * xs, xs,
+			          (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN), y + (size_t)j0 * ldy, ldy);
 	}
 	emv_split_end(sp, nth);
 	return (int)done;

@@ -26,10 +26,11 @@ int emv_matvec_f32(int t, int impl, const void *w, size_t wstride, int64_t k, in
 // emv_matvec_f32_split is emv_matvec_f32 over every row [0, rows), computed
 // by the nth threads of a pool together, thread ith calling it, sharing the
 // rows through split as matvec.h's emv_matvec_split does (units: the
-// kernel's rows per pass, 4 or 2 for AVX-512, 2 or 1 for AVX2, 1 scalar).
-// The same bits as any static split. Returns the units this thread
-// computed (>= 0), -1 on bad arguments, or -2 (n > 8, more than
-// EMV_SPLIT_MAX threads: split untouched, the caller splits statically).
+// kernel's rows per pass, 4 or 2 for AVX-512, 2 or 1 for AVX2, 1 scalar;
+// for n > 8 those of the last pass's n % 8 rows). The same bits as any
+// static split. Returns the units this thread computed (>= 0), -1 on bad
+// arguments, or -2 (more than EMV_SPLIT_MAX threads: split untouched, the
+// caller splits statically).
 int emv_matvec_f32_split(int t, int impl, const void *w, size_t wstride, int64_t rows, int64_t k, const float *x,
                          size_t xstride, int64_t n, float *y, size_t ldy, void *split, int ith, int nth);
 #endif

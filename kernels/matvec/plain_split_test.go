@@ -43,17 +43,19 @@ func (c *plainSplitCase) split(impl Impl, y []float32, s unsafe.Pointer, ith, nt
 	return mulFloatSplit(impl, c.t, c.w, c.rows, c.k, c.x, y, s, ith, nth)
 }
 
-// passRows is the rows per pass of impl's kernel for c at n rows: the units
-// the split counts (matvec.c emv_pass_rows, matvec_f32.c emvf_pass_rows).
+// passRows is the rows per pass of impl's kernel for c at n rows (beyond
+// 8: the last pass's n % 8): the units the split counts (matvec.c
+// emv_pass_rows, matvec_f32.c emvf_pass_rows).
 func (c *plainSplitCase) passRows(impl Impl) int {
+	n := (c.n()-1)%MaxN + 1
 	switch {
 	case impl == AVX512VNNI && c.a != nil:
 		return 4
-	case impl == AVX512VNNI && c.n() <= 4:
+	case impl == AVX512VNNI && n <= 4:
 		return 4
 	case impl == AVX512VNNI:
 		return 2
-	case impl == AVX2 && c.a == nil && c.n() <= 2:
+	case impl == AVX2 && c.a == nil && n <= 2:
 		return 2
 	}
 	return 1
@@ -66,19 +68,16 @@ func (c *plainSplitCase) declines(impl Impl) bool { return c.a != nil && impl ==
 
 // plainSplitCases: every plain type over shapes of one to many ~64 KB
 // chunks per thread's share, odd row counts (a partial last pass) and, for
-// the float kernels, k not a multiple of 16; x holds MaxN rows (set n with
-// setN).
+// the float kernels, k not a multiple of 16; MaxN activation rows (set n
+// with setN).
 func plainSplitCases(rng *rand.Rand) []*plainSplitCase {
 	var out []*plainSplitCase
 	for _, t := range []Type{Q8_0, Q4_0} {
 		for _, sh := range []struct{ rows, k int }{{13, 64}, {70, 2048}, {1001, 512}, {1030, 1024}} {
 			w, _ := weights(rng, t, sh.rows, sh.k)
-			a, err := NewActivations(sh.k)
-			if err != nil {
-				panic(err)
-			}
-			_ = a.Set(activations(rng, MaxN, sh.k))
-			out = append(out, &plainSplitCase{t: t, w: w, rows: sh.rows, k: sh.k, a: a})
+			c := &plainSplitCase{t: t, w: w, rows: sh.rows, k: sh.k}
+			c.setN(rng, MaxN)
+			out = append(out, c)
 		}
 	}
 	for _, t := range []Type{F32, F16} {
@@ -90,20 +89,28 @@ func plainSplitCases(rng *rand.Rand) []*plainSplitCase {
 	return out
 }
 
-// setN makes c's activations its first n rows (quantised ones are
-// re-quantised from fresh random rows: any rows do).
+// setN gives c n fresh random activation rows (1..MaxN+1; Activations
+// holds MaxN, so a ninth quantised row is appended to the first 8's bytes).
 func (c *plainSplitCase) setN(rng *rand.Rand, n int) {
-	if c.a != nil {
-		_ = c.a.Set(activations(rng, n, c.k))
+	if c.t.BlockBytes() == 0 { // float weights: F32 rows
+		c.x = activations(rng, n, c.k)
 		return
 	}
-	c.x = activations(rng, n, c.k)
+	a, _ := NewActivations(c.k)
+	_ = a.Set(activations(rng, min(n, MaxN), c.k))
+	if n > MaxN {
+		b, _ := NewActivations(c.k)
+		_ = b.Set(activations(rng, n-MaxN, c.k))
+		a = &Activations{buf: append(a.Bytes(), b.Bytes()...), k: c.k, n: n}
+	}
+	c.a = a
 }
 
 // TestPlainSplitBitwise: nth threads sharing the rows through one split
 // state give bitwise the one-thread result, for every plain type (Q8_0,
-// Q4_0, F32, F16), implementation this CPU runs, n and thread count, call
-// after call on the same state, and compute every unit exactly once.
+// Q4_0, F32, F16), implementation this CPU runs, n (1..9) and thread
+// count, call after call on the same state, and compute every unit exactly
+// once.
 func TestPlainSplitBitwise(t *testing.T) {
 	rng := rand.New(rand.NewSource(31))
 	split := splitState()
@@ -114,12 +121,12 @@ func TestPlainSplitBitwise(t *testing.T) {
 				continue // the scalar C kernels: the smaller shapes give them many chunks too (time under qemu)
 			}
 			if c.declines(impl) {
-				if got := c.split(impl, make([]float32, MaxN*c.rows), split, 0, 2); got != -2 {
+				if got := c.split(impl, make([]float32, c.n()*c.rows), split, 0, 2); got != -2 {
 					t.Fatalf("%v %v: split returned %d, want -2 (static split)", c.t, impl, got)
 				}
 				continue
 			}
-			for n := 1; n <= MaxN; n++ {
+			for n := 1; n <= MaxN+1; n++ { // 9: two passes over each chunk
 				c.setN(rng, n)
 				want := make([]float32, n*c.rows)
 				c.static(impl, want)
@@ -163,7 +170,8 @@ func TestPlainSplitBitwise(t *testing.T) {
 // finds its share done: the first computes every unit, bitwise the same,
 // and the state is reset for the next call, whichever thread comes first.
 // With static shares the first thread would compute only its own. Where
-// the split does not apply (n > 8) the call returns -2 and touches nothing.
+// the split does not apply (more threads than the state holds) the call
+// returns -2 and touches nothing.
 func TestPlainSplitLateThread(t *testing.T) {
 	rng := rand.New(rand.NewSource(32))
 	split := splitState()
@@ -176,7 +184,7 @@ func TestPlainSplitLateThread(t *testing.T) {
 			if c.declines(impl) {
 				continue // TestPlainSplitBitwise checks the -2
 			}
-			for _, n := range []int{1, 3, MaxN} {
+			for _, n := range []int{1, 3, MaxN + 1} {
 				c.setN(rng, n)
 				want := make([]float32, n*c.rows)
 				c.static(impl, want)
@@ -197,18 +205,10 @@ func TestPlainSplitLateThread(t *testing.T) {
 					}
 				}
 			}
-			// n > 8: the caller splits statically; the state stays zeroed
-			// (the next call above or in the next case deals afresh).
-			var got int
-			if c.a != nil {
-				c.a.n = MaxN + 1 // the call returns before reading a row
-				got = mulSplit(impl, c.t, c.w, c.rows, c.a, make([]float32, (MaxN+1)*c.rows), split, 0, 2)
-				c.a.n = MaxN
-			} else {
-				got = mulFloatSplit(impl, c.t, c.w, c.rows, c.k, make([]float32, (MaxN+1)*c.k), make([]float32, (MaxN+1)*c.rows), split, 0, 2)
-			}
-			if got != -2 {
-				t.Fatalf("%v %v n=%d: split returned %d, want -2", c.t, impl, MaxN+1, got)
+			// More threads than emv_split.h holds: the caller splits
+			// statically; the state stays zeroed (the next call deals afresh).
+			if got := c.split(impl, make([]float32, c.n()*c.rows), split, 0, splitMaxThreads+1); got != -2 {
+				t.Fatalf("%v %v nth=%d: split returned %d, want -2", c.t, impl, splitMaxThreads+1, got)
 			}
 		}
 	}
