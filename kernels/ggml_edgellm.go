@@ -1,56 +1,102 @@
 package kernels
 
 /*
+#include <stdint.h>
+#include <string.h>
 #include "ggml.h"
 
 // emv_matvec's signature (kernels/matvec/matvec.h); the pointer comes from
-// matvec.CFunc and rides in the op's userdata.
+// matvec.CFunc.
 typedef int (*edgellm_mv_fn)(int, int, const void *, size_t, int64_t, int64_t, int64_t,
                              const void *, size_t, int64_t, float *, size_t);
+// emv_matvec_split's (matvec.SplitCFunc).
+typedef int (*edgellm_mv_split_fn)(int, int, const void *, size_t, int64_t, int64_t, const void *, size_t, int64_t,
+                                   float *, size_t, void *, int, int);
+// emv_matvec_f32's and emv_matvec_f32_split's (matvec_f32.h; matvec.CFuncFloat,
+// matvec.FloatSplitCFunc).
+typedef int (*edgellm_mvf_fn)(int, int, const void *, size_t, int64_t, int64_t, int64_t,
+                              const float *, size_t, int64_t, float *, size_t);
+typedef int (*edgellm_mvf_split_fn)(int, int, const void *, size_t, int64_t, int64_t, const float *, size_t,
+                                    int64_t, float *, size_t, void *, int, int);
+
+// One op node's userdata, in the graph's metadata context: the kernel's
+// static and shared-split entries and the node's row-sharing state
+// (zeroed, its own cache lines; kernels/matvec/emv_split.h). Per node, not
+// per matrix: two sessions may run one matrix at once.
+typedef struct {
+	void *fn, *split_fn, *split;
+} edgellm_mv_node_t;
+
+// edgellm_mv_static is thread ith of nth's fixed range of m rows: whole
+// row pairs; 0 when it has none.
+static int edgellm_mv_static(int64_t m, int ith, int nth, int64_t *r0, int64_t *r1) {
+	int64_t pairs = (m + 1) / 2;
+	*r0 = 2 * (pairs * ith / nth), *r1 = 2 * (pairs * (ith + 1) / nth);
+	if (*r1 > m) *r1 = m;
+	return *r0 < *r1;
+}
 
 // edgellm_mv_op is the custom op's body, run by each of ggml's nth pool
-// threads: dst[m, n] = w[k, m] x a[k, n] (a: Q8_0 rows). Thread ith takes a
-// contiguous range of weight rows (whole row pairs, the AVX-512 kernel's
-// unit); the kernel's bits do not depend on the split.
+// threads: dst[m, n] = w[k, m] x a[k, n] (a: Q8_0 rows). The threads share
+// the weight rows through the node's split state (emv_matvec_split: each
+// starts on its own contiguous range and takes a slower thread's tail);
+// where that does not apply (one thread, the NEON kernel) thread
+// ith takes a fixed range of whole row pairs. The kernel's bits do not
+// depend on the split.
 static void edgellm_mv_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
+	const edgellm_mv_node_t *nd = ud;
 	const struct ggml_tensor *w = dst->src[0], *a = dst->src[1];
-	int64_t m = w->ne[1], pairs = (m + 1) / 2;
-	int64_t r0 = 2 * (pairs * ith / nth), r1 = 2 * (pairs * (ith + 1) / nth);
-	if (r1 > m) r1 = m;
-	if (r0 >= r1) return;
-	((edgellm_mv_fn)ud)((int)w->type, -1, w->data, w->nb[1], w->ne[0], r0, r1,
-	                    a->data, a->nb[1], a->ne[1], (float *)dst->data, dst->nb[1] / sizeof(float));
+	size_t ldy = dst->nb[1] / sizeof(float);
+	int64_t r0, r1;
+	if (nth > 1 && ((edgellm_mv_split_fn)nd->split_fn)((int)w->type, -1, w->data, w->nb[1], w->ne[1], w->ne[0],
+	                                                   a->data, a->nb[1], a->ne[1], (float *)dst->data, ldy,
+	                                                   nd->split, ith, nth) >= 0)
+		return;
+	if (!edgellm_mv_static(w->ne[1], ith, nth, &r0, &r1)) return;
+	((edgellm_mv_fn)nd->fn)((int)w->type, -1, w->data, w->nb[1], w->ne[0], r0, r1,
+	                        a->data, a->nb[1], a->ne[1], (float *)dst->data, ldy);
 }
 
 // edgellm_mvf_op is the float-weight body: dst[m, n] = w[k, m] x x[k, n]
 // with w F32 or F16 and x F32 rows read where they are (no cast node);
 // the kernel is emv_matvec_f32 (kernels/matvec/matvec_f32.h), the split
-// edgellm_mv_op's.
-typedef int (*edgellm_mvf_fn)(int, int, const void *, size_t, int64_t, int64_t, int64_t,
-                              const float *, size_t, int64_t, float *, size_t);
-
+// edgellm_mv_op's (shared; fixed ranges for one thread).
 static void edgellm_mvf_op(struct ggml_tensor *dst, int ith, int nth, void *ud) {
+	const edgellm_mv_node_t *nd = ud;
 	const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];
-	int64_t m = w->ne[1], pairs = (m + 1) / 2;
-	int64_t r0 = 2 * (pairs * ith / nth), r1 = 2 * (pairs * (ith + 1) / nth);
-	if (r1 > m) r1 = m;
-	if (r0 >= r1) return;
-	((edgellm_mvf_fn)ud)((int)w->type, -1, w->data, w->nb[1], w->ne[0], r0, r1,
-	                     (const float *)x->data, x->nb[1], x->ne[1], (float *)dst->data, dst->nb[1] / sizeof(float));
+	size_t ldy = dst->nb[1] / sizeof(float);
+	int64_t r0, r1;
+	if (nth > 1 && ((edgellm_mvf_split_fn)nd->split_fn)((int)w->type, -1, w->data, w->nb[1], w->ne[1], w->ne[0],
+	                                                    (const float *)x->data, x->nb[1], x->ne[1],
+	                                                    (float *)dst->data, ldy, nd->split, ith, nth) >= 0)
+		return;
+	if (!edgellm_mv_static(w->ne[1], ith, nth, &r0, &r1)) return;
+	((edgellm_mvf_fn)nd->fn)((int)w->type, -1, w->data, w->nb[1], w->ne[0], r0, r1,
+	                         (const float *)x->data, x->nb[1], x->ne[1], (float *)dst->data, ldy);
+}
+
+static edgellm_mv_node_t *edgellm_mv_node(struct ggml_context *ctx, void *fn, void *split_fn, size_t split_bytes) {
+	edgellm_mv_node_t *nd = ggml_new_buffer(ctx, sizeof *nd + split_bytes + 64);
+	nd->fn = fn, nd->split_fn = split_fn;
+	nd->split = (void *)(((uintptr_t)(nd + 1) + 63) & ~(uintptr_t)63); // its own lines
+	memset(nd->split, 0, split_bytes);
+	return nd;
 }
 
 static struct ggml_tensor *edgellm_mul_mat_edgellm_f(struct ggml_context *ctx, struct ggml_tensor *w,
-                                                     struct ggml_tensor *x, void *fn) {
+                                                     struct ggml_tensor *x, void *fn, void *split_fn,
+                                                     size_t split_bytes) {
 	struct ggml_tensor *args[2] = {w, x};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, edgellm_mvf_op,
-	                      GGML_N_TASKS_MAX, fn);
+	                      GGML_N_TASKS_MAX, edgellm_mv_node(ctx, fn, split_fn, split_bytes));
 }
 
 static struct ggml_tensor *edgellm_mul_mat_edgellm(struct ggml_context *ctx, struct ggml_tensor *w,
-                                                   struct ggml_tensor *aq, void *fn) {
+                                                   struct ggml_tensor *aq, void *fn, void *split_fn,
+                                                   size_t split_bytes) {
 	struct ggml_tensor *args[2] = {w, aq};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], aq->ne[1], 1, 1, args, 2, edgellm_mv_op,
-	                      GGML_N_TASKS_MAX, fn);
+	                      GGML_N_TASKS_MAX, edgellm_mv_node(ctx, fn, split_fn, split_bytes));
 }
 */
 import "C"
@@ -66,8 +112,10 @@ import "github.com/edgellm/edgellm/kernels/matvec"
 const EdgellmMaxN = matvec.MaxN + 1
 
 var (
-	edgellmFn  = matvec.CFunc()
-	edgellmFnF = matvec.CFuncFloat()
+	edgellmFn       = matvec.CFunc()
+	edgellmFnF      = matvec.CFuncFloat()
+	edgellmSplitFn  = matvec.SplitCFunc()
+	edgellmSplitFnF = matvec.FloatSplitCFunc()
 )
 
 // OpName is ggml's name for the op that computes t ("MUL_MAT", "CUSTOM",
@@ -108,20 +156,23 @@ func EdgellmCovers(t GGMLType) bool {
 // same quantisation its mul_mat applies to the vector operand; the cast of
 // one x is made once per context and shared by the matmuls that read it),
 // then a custom op; for F32/F16 w, the custom op alone reads x as it is. The op,
-// run by the graph's thread pool with the weight rows split across the
-// threads, reads each weight block once for all rows of x. Row j of the result is bitwise
+// run by the graph's thread pool with the weight rows shared between the
+// threads (a per-node state in the context's memory: a slower thread's
+// tail is taken by the others), reads each weight block once for all rows of x. Row j of the result is bitwise
 // the same whatever the number of rows or threads (matvec's contract).
 func (c *GGMLContext) MulMatEdgellm(w, x Tensor) Tensor {
 	if !EdgellmEligible(w, x) {
 		return c.MulMat(w, x)
 	}
-	if !c.ok("mul_mat_edgellm", w, x) || c.FreeBytes() < 2*TensorOverhead() {
+	// The cast, the op and the op's node state (less than a tensor's
+	// overhead).
+	if !c.ok("mul_mat_edgellm", w, x) || c.FreeBytes() < 3*TensorOverhead() {
 		return c.fail("mul_mat_edgellm: context full")
 	}
 	if matvec.SupportedFloat(int(w.Type())) {
-		return Tensor{C.edgellm_mul_mat_edgellm_f(c.p, w.p, x.p, edgellmFnF)}
+		return Tensor{C.edgellm_mul_mat_edgellm_f(c.p, w.p, x.p, edgellmFnF, edgellmSplitFnF, matvec.SplitBytes)}
 	}
-	return Tensor{C.edgellm_mul_mat_edgellm(c.p, w.p, c.castQ8x(x), edgellmFn)}
+	return Tensor{C.edgellm_mul_mat_edgellm(c.p, w.p, c.castQ8x(x), edgellmFn, edgellmSplitFn, matvec.SplitBytes)}
 }
 
 // castQ8x is x cast to Q8_0 (ggml's quantization of a mul_mat operand),

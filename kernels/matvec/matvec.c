@@ -22,6 +22,7 @@
 #include "emv_scratch.h"
 #include "emv_fp16.h"
 #include "emv_prefetch.h"
+#include "emv_split.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -113,7 +114,8 @@ static void emv_scalar(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, i
 	}
 }
 
-typedef void (*emv_fn)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, float *, size_t);
+typedef void (*emv_fn)(const uint8_t *, size_t, int, int64_t, int64_t, int64_t, const uint8_t *, size_t, float *,
+                       size_t);
 
 #if defined(__x86_64__)
 
@@ -145,14 +147,14 @@ EMV_T_AVX2 EMV_INLINE __m256i emv_load_w(int t, const uint8_t *blk) {
 }
 
 // |w| <= 128 and |a| <= 127: maddubs pairs stay below 2^15.
-// While row r computes, row r+1 (up to row r1-1) is prefetched, for n <= 4:
+// While row r computes, row r+1 (up to row rpf-1) is prefetched, for n <= 4:
 // at n = 8 the kernel runs at ~1 GB/s, bound by its arithmetic, and the
 // prefetch measured 0.89-1.08x (RATIONALE "Software prefetch").
 EMV_T_AVX2 EMV_INLINE void emv_avx2_row(int t, const uint8_t *w, size_t ws, int nb, const uint8_t *a, size_t as,
-                                        int n, float *y, size_t ldy, int64_t r, int64_t r1) {
+                                        int n, float *y, size_t ldy, int64_t r, int64_t rpf) {
 	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
 	const uint8_t *wr = w + (size_t)r * ws;
-	emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 1, n <= 4 ? r1 : r + 1, nb);
+	emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 1, n <= 4 ? rpf : r + 1, nb);
 	const __m256i ones = _mm256_set1_epi16(1);
 	__m256 acc[EMV_MAXN];
 	for (int j = 0; j < n; j++) acc[j] = _mm256_setzero_ps();
@@ -173,9 +175,11 @@ EMV_T_AVX2 EMV_INLINE void emv_avx2_row(int t, const uint8_t *w, size_t ws, int 
 	for (int j = 0; j < n; j++) y[(size_t)j * ldy + r] = emv_hsum256(acc[j]);
 }
 
+// Rows [r0, r1); the prefetch runs up to row rpf-1 (rpf >= r1: the end of
+// what this thread reads next, emv_matvec_split).
 EMV_T_AVX2 EMV_INLINE void emv_avx2_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
-                                      const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
-	for (int64_t r = r0; r < r1; r++) emv_avx2_row(t, w, ws, nb, a, as, n, y, ldy, r, r1);
+                                      int64_t rpf, const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	for (int64_t r = r0; r < r1; r++) emv_avx2_row(t, w, ws, nb, a, as, n, y, ldy, r, rpf);
 }
 
 // AVX-512: two weight rows per zmm (row r in the low half, r+1 in the high
@@ -221,7 +225,7 @@ EMV_T_AVX512 EMV_INLINE __m512i emv_pair_dot(int t, __m512i q, __m512i init, __m
 }
 
 EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
-                                          const uint8_t *a, size_t as, int n, float *y, size_t ldy,
+                                          int64_t rpf, const uint8_t *a, size_t as, int n, float *y, size_t ldy,
                                           const emv_prep_t *pp) {
 	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
 	int64_t r = r0;
@@ -230,7 +234,7 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	for (; r + 3 < r1; r += 4) {
 		const uint8_t *w0 = w + (size_t)r * ws;
 		// While these 4 rows compute, the next 4 are prefetched.
-		emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 4, r1, nb);
+		emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 4, rpf, nb);
 		__m512 acc[EMV_MAXN], acc2[EMV_MAXN];
 		for (int j = 0; j < n; j++) acc[j] = acc2[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
@@ -260,7 +264,7 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 	}
 	for (; r + 1 < r1; r += 2) {
 		const uint8_t *w0 = w + (size_t)r * ws;
-		emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 2, r1, nb);
+		emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 2, rpf, nb);
 		__m512 acc[EMV_MAXN];
 		for (int j = 0; j < n; j++) acc[j] = _mm512_setzero_ps();
 		for (int b = 0; b < nb; b++) {
@@ -283,7 +287,7 @@ EMV_T_AVX512 EMV_INLINE void emv_avx512_n(int t, const uint8_t *w, size_t ws, in
 			y[(size_t)j * ldy + r + 1] = emv_hsum256(_mm512_extractf32x8_ps(acc[j], 1));
 		}
 	}
-	if (r < r1) emv_avx2_row(t, w, ws, nb, a, as, n, y, ldy, r, r1);
+	if (r < r1) emv_avx2_row(t, w, ws, nb, a, as, n, y, ldy, r, rpf);
 }
 
 // emv_prep fills the per-activation parts of the AVX-512 kernel for n rows.
@@ -306,15 +310,15 @@ EMV_T_AVX512 static void emv_prep(int t, int nb, const uint8_t *a, size_t as, in
 // registers and the j loop unrolls.
 #define EMV_FN(ISA, T, TN, N)                                                                              \
 	EMV_T_##ISA static void emv_##ISA##_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,       \
-	                                               int64_t r1, const uint8_t *a, size_t as, float *y,      \
-	                                               size_t ldy) {                                           \
-		emv_##ISA##_body(T, w, ws, nb, r0, r1, a, as, N, y, ldy);                                      \
+	                                               int64_t r1, int64_t rpf, const uint8_t *a, size_t as,   \
+	                                               float *y, size_t ldy) {                                 \
+		emv_##ISA##_body(T, w, ws, nb, r0, r1, rpf, a, as, N, y, ldy);                                 \
 	}
 #define EMV_FN512(T, TN, N)                                                                                \
 	EMV_T_AVX512 static void emv_AVX512_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,         \
-	                                               int64_t r1, const uint8_t *a, size_t as, float *y,      \
-	                                               size_t ldy, const emv_prep_t *pp) {                     \
-		emv_avx512_n(T, w, ws, nb, r0, r1, a, as, N, y, ldy, pp);                                      \
+	                                               int64_t r1, int64_t rpf, const uint8_t *a, size_t as,   \
+	                                               float *y, size_t ldy, const emv_prep_t *pp) {           \
+		emv_avx512_n(T, w, ws, nb, r0, r1, rpf, a, as, N, y, ldy, pp);                                 \
 	}
 #define emv_AVX2_body emv_avx2_n
 #define EMV_EACH_N512(T, TN)                                                                               \
@@ -330,8 +334,8 @@ EMV_EACH_N(AVX2, EMV_Q8_0, q8)
 EMV_EACH_N(AVX2, EMV_Q4_0, q4)
 EMV_EACH_N512(EMV_Q8_0, q8)
 EMV_EACH_N512(EMV_Q4_0, q4)
-typedef void (*emv_fn512)(const uint8_t *, size_t, int, int64_t, int64_t, const uint8_t *, size_t, float *, size_t,
-                          const emv_prep_t *);
+typedef void (*emv_fn512)(const uint8_t *, size_t, int, int64_t, int64_t, int64_t, const uint8_t *, size_t, float *,
+                          size_t, const emv_prep_t *);
 static const emv_fn emv_avx2_q8[EMV_MAXN] = EMV_TAB(AVX2, q8);
 static const emv_fn emv_avx2_q4[EMV_MAXN] = EMV_TAB(AVX2, q4);
 static const emv_fn512 emv_avx512_q8[EMV_MAXN] = EMV_TAB(AVX512, q8);
@@ -370,6 +374,69 @@ int emv_impl_available(int impl) {
 #endif
 }
 
+// emv_rows runs impl's kernel on weight rows [r0, r1) for nn <= 8
+// activation rows, prefetching up to row rpf-1 (the kernels that prefetch);
+// pp is the AVX-512 kernel's prepared activations (emv_prep_t; NULL: the
+// AVX2 kernel runs instead, the same bits).
+static void emv_rows(int t, int impl, const uint8_t *wp, size_t ws, int nb, int64_t r0, int64_t r1, int64_t rpf,
+                     const uint8_t *aj, size_t as, int nn, float *yj, size_t ldy, const void *pp) {
+#if defined(__x86_64__)
+	if (impl == EMV_AVX512VNNI && pp) {
+		(t == EMV_Q8_0 ? emv_avx512_q8 : emv_avx512_q4)[nn - 1](wp, ws, nb, r0, r1, rpf, aj, as, yj, ldy, pp);
+		return;
+	}
+	if (impl >= EMV_AVX2) {
+		(t == EMV_Q8_0 ? emv_avx2_q8 : emv_avx2_q4)[nn - 1](wp, ws, nb, r0, r1, rpf, aj, as, yj, ldy);
+		return;
+	}
+#elif defined(__aarch64__)
+	if (emv_neon_matvec(t, impl, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy)) return;
+#endif
+	(void)rpf, (void)pp;
+	emv_scalar(t, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy);
+}
+
+// emv_prep_room: what emv_prep_scratch fills in.
+#if defined(__x86_64__)
+typedef emv_prep_t emv_prep_room;
+#else
+typedef struct {
+	int unused;
+} emv_prep_room;
+#endif
+
+// emv_prep_scratch: the AVX-512 kernel's prepared activations for nn rows in
+// this thread's scratch (*pp), or NULL (another impl, or no memory: the
+// AVX2 kernel gives the same bits).
+static const void *emv_prep_scratch(int t, int impl, int nb, const uint8_t *aj, size_t as, int nn,
+                                    emv_prep_room *pp) {
+#if defined(__x86_64__)
+	uint8_t *scr = impl == EMV_AVX512VNNI ? emv_scratch_get(EMV_SCRATCH_MATVEC, (size_t)nn * nb * 36 + 64) : NULL;
+	if (!scr) return NULL;
+	float *da = (float *)scr;
+	uint8_t *aux = scr + (((size_t)nn * nb * 4 + 63) & ~(size_t)63);
+	emv_prep(t, nb, aj, as, nn, da, aux);
+	pp->da = da, pp->aux = aux;
+	return pp;
+#else
+	(void)t, (void)impl, (void)nb, (void)aj, (void)as, (void)nn, (void)pp;
+	return NULL;
+#endif
+}
+
+// emv_prep_part: activation rows j0.. of prepared pp (NULL stays NULL).
+static const void *emv_prep_part(const void *pp, int64_t j0, int nb, emv_prep_room *part) {
+#if defined(__x86_64__)
+	if (!pp) return NULL;
+	const emv_prep_t *p = pp;
+	part->da = p->da + (size_t)j0 * nb, part->aux = p->aux + (size_t)j0 * nb * 32;
+	return part;
+#else
+	(void)pp, (void)j0, (void)nb, (void)part;
+	return NULL;
+#endif
+}
+
 int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0, int64_t r1,
                const void *a, size_t as, int64_t n, float *y, size_t ldy) {
 	if ((t != EMV_Q8_0 && t != EMV_Q4_0) || k <= 0 || k % EMV_QK != 0 || n < 1 || r0 < 0 || r1 < r0)
@@ -381,28 +448,43 @@ int emv_matvec(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0,
 	for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN) {
 		int nn = (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN);
 		const uint8_t *aj = ap + (size_t)j0 * as;
-		float *yj = y + (size_t)j0 * ldy;
-#if defined(__x86_64__)
-		// NULL when the allocation fails: the AVX2 kernel then gives the same bits.
-		uint8_t *scr = impl == EMV_AVX512VNNI && r1 - r0 > 1
-		                   ? emv_scratch_get(EMV_SCRATCH_MATVEC, (size_t)nn * nb * 36 + 64)
-		                   : NULL;
-		if (scr) {
-			float *da = (float *)scr;
-			uint8_t *aux = scr + (((size_t)nn * nb * 4 + 63) & ~(size_t)63);
-			emv_prep(t, nb, aj, as, nn, da, aux);
-			emv_prep_t pp = {da, aux};
-			(t == EMV_Q8_0 ? emv_avx512_q8 : emv_avx512_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy, &pp);
-			continue;
-		}
-		if (impl >= EMV_AVX2) {
-			(t == EMV_Q8_0 ? emv_avx2_q8 : emv_avx2_q4)[nn - 1](wp, ws, nb, r0, r1, aj, as, yj, ldy);
-			continue;
-		}
-#elif defined(__aarch64__)
-		if (emv_neon_matvec(t, impl, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy)) continue;
-#endif
-		emv_scalar(t, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy);
+		emv_prep_room room;
+		const void *pp = r1 - r0 > 1 ? emv_prep_scratch(t, impl, nb, aj, as, nn, &room) : NULL;
+		emv_rows(t, impl, wp, ws, nb, r0, r1, r1, aj, as, nn, y + (size_t)j0 * ldy, ldy, pp);
 	}
 	return 0;
+}
+
+// Rows per pass of impl's quantised kernel: the unit the threads share, so
+// every chunk is whole passes.
+static int64_t emv_pass_rows(int impl) { return impl == EMV_AVX512VNNI ? 4 : 1; }
+
+int emv_matvec_split(int t, int impl, const void *w, size_t ws, int64_t rows, int64_t k, const void *a, size_t as,
+                     int64_t n, float *y, size_t ldy, void *split, int ith, int nth) {
+	if ((t != EMV_Q8_0 && t != EMV_Q4_0) || rows <= 0 || k <= 0 || k % EMV_QK != 0 || n < 1 || !split ||
+	    ith < 0 || ith >= nth)
+		return -1;
+	if (impl == EMV_BEST) impl = emv_best_impl();
+	if (!emv_impl_available(impl)) return -1;
+	if (nth > EMV_SPLIT_MAX || impl == EMV_NEONDOT) return -2;
+	int nb = (int)(k / EMV_QK);
+	emv_split *sp = split;
+	int64_t pr = emv_pass_rows(impl), units = (rows + pr - 1) / pr;
+	int64_t chunk = (int64_t)(65536 / ((size_t)pr * ws)), u0, u1, pf1, done = 0;
+	if (chunk < 1) chunk = 1;
+	emv_split_begin(sp, nth, units);
+	// Every activation row prepared once (n > 8: a chunk's rows are read
+	// once per 8, the second time from cache).
+	emv_prep_room room, part;
+	const void *pp = emv_prep_scratch(t, impl, nb, (const uint8_t *)a, as, (int)n, &room);
+	while (emv_split_next(sp, ith, nth, chunk, &u0, &u1, &pf1)) {
+		done += u1 - u0;
+		int64_t r0 = pr * u0, r1 = pr * u1 < rows ? pr * u1 : rows, rpf = pr * pf1 < rows ? pr * pf1 : rows;
+		for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN)
+			emv_rows(t, impl, (const uint8_t *)w, ws, nb, r0, r1, rpf, (const uint8_t *)a + (size_t)j0 * as, as,
+			         (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN), y + (size_t)j0 * ldy, ldy,
+			         emv_prep_part(pp, j0, nb, &part));
+	}
+	emv_split_end(sp, nth);
+	return (int)done;
 }

@@ -4,6 +4,7 @@ package matvec
 #cgo CFLAGS: -O3
 #cgo LDFLAGS: -lm
 #include "matvec.h"
+#include "emv_split.h"
 */
 import "C"
 
@@ -188,3 +189,20 @@ func mulRange(impl Impl, t Type, w []byte, ws, r0, r1 int, a *Activations, y []f
 // pointer, for the ggml custom op in package kernels, which calls it from
 // ggml's worker threads without entering Go.
 func CFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec) }
+
+// SplitCFunc is emv_matvec_split (matvec.h) as a function pointer, for the
+// same op: the pool's threads share the rows through a per-node state of
+// SplitBytes.
+func SplitCFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec_split) }
+
+// splitMaxThreads is EMV_SPLIT_MAX: calls from larger pools split statically.
+const splitMaxThreads = C.EMV_SPLIT_MAX
+
+// mulSplit is thread ith of nth's emv_matvec_split over every row of w,
+// sharing rows through split (splitState): the units this thread computed,
+// or -1 / -2 as the C function returns.
+func mulSplit(impl Impl, t Type, w []byte, rows int, a *Activations, y []float32, split unsafe.Pointer, ith, nth int) int {
+	return int(C.emv_matvec_split(C.int(t), C.int(impl), unsafe.Pointer(&w[0]), C.size_t(a.k/QK*t.BlockBytes()),
+		C.int64_t(rows), C.int64_t(a.k), unsafe.Pointer(&a.buf[0]), C.size_t(a.k/QK*ActBlockBytes), C.int64_t(a.n),
+		(*C.float)(unsafe.Pointer(&y[0])), C.size_t(rows), split, C.int(ith), C.int(nth)))
+}

@@ -34,6 +34,20 @@ void emv_quantize_q8_0(const float *x, int n, int k, void *dst);
 int emv_matvec(int t, int impl, const void *w, size_t wstride, int64_t k, int64_t r0, int64_t r1,
                const void *a, size_t astride, int64_t n, float *y, size_t ldy);
 
+// emv_matvec_split is emv_matvec over every row [0, rows), computed by the
+// nth threads of a pool together, thread ith calling it: the rows are
+// shared through split (EMV_SPLIT_BYTES of zeroed memory per graph node,
+// emv_split.h) in chunks of ~64 KB of weights, whole passes of the kernel,
+// so a slower thread leaves its share's tail to the others. The same bits
+// as emv_matvec with any static split. Returns the number of units (the
+// kernel's rows per pass: 4 for AVX-512, else 1) this thread computed
+// (>= 0), -1 on bad arguments, or -2 where it does not apply (more than
+// EMV_SPLIT_MAX threads, the NEON kernel: matvec_arm64.c prefetches up to
+// its call's last row only): split is untouched and the caller splits
+// statically. Every thread gets the same answer for the same arguments.
+int emv_matvec_split(int t, int impl, const void *w, size_t wstride, int64_t rows, int64_t k, const void *a,
+                     size_t astride, int64_t n, float *y, size_t ldy, void *split, int ith, int nth);
+
 #if defined(__aarch64__)
 // arm64 (matvec_arm64.c): the best NEON implementation this CPU runs
 // (getauxval), and the NEON kernels for 1..8 rows (returns 0 when impl is

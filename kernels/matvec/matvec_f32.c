@@ -29,6 +29,7 @@
 #include "matvec.h"
 #include "emv_fp16.h"
 #include "emv_prefetch.h"
+#include "emv_split.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -62,8 +63,8 @@ static void emvf_scalar(int t, const uint8_t *w, size_t ws, int64_t k, int64_t r
 	}
 }
 
-typedef void (*emvf_fn)(int, const uint8_t *, size_t, int64_t, int64_t, int64_t, const uint8_t *, size_t, float *,
-                        size_t);
+typedef void (*emvf_fn)(int, const uint8_t *, size_t, int64_t, int64_t, int64_t, int64_t, const uint8_t *, size_t,
+                        float *, size_t);
 
 #if defined(__x86_64__)
 
@@ -88,10 +89,10 @@ EMVF_T_AVX2 EMVF_INLINE __m256 emvf_w8(int t, const uint8_t *wr, int64_t i) {
 }
 
 // R weight rows x n activation rows, rows r .. r+R-1.
-// While rows r .. r+R-1 compute, the next R (up to row r1-1) are prefetched.
+// While rows r .. r+R-1 compute, the next R (up to row rpf-1) are prefetched.
 EMVF_T_AVX2 EMVF_INLINE void emvf_avx2_rows(int t, const uint8_t *w, size_t ws, int64_t k, int64_t r, int R,
-                                            int64_t r1, const uint8_t *x, size_t xs, int n, float *y, size_t ldy) {
-	emv_pf pf = emv_pf_rows(w, ws, (size_t)k * (t == EMV_F16 ? 2 : 4), r, R, r1, (int)(k / 16 > 0 ? k / 16 : 1));
+                                            int64_t rpf, const uint8_t *x, size_t xs, int n, float *y, size_t ldy) {
+	emv_pf pf = emv_pf_rows(w, ws, (size_t)k * (t == EMV_F16 ? 2 : 4), r, R, rpf, (int)(k / 16 > 0 ? k / 16 : 1));
 	__m256 lo[2][EMV_MAXN], hi[2][EMV_MAXN];
 	for (int q = 0; q < R; q++)
 		for (int j = 0; j < n; j++) lo[q][j] = hi[q][j] = _mm256_setzero_ps();
@@ -134,12 +135,13 @@ EMVF_T_AVX2 EMVF_INLINE void emvf_avx2_rows(int t, const uint8_t *w, size_t ws, 
 		for (int j = 0; j < n; j++) y[(size_t)j * ldy + r + q] = emvf_hsum256(_mm256_add_ps(lo[q][j], hi[q][j]));
 }
 
+// Rows [r0, r1), prefetching up to row rpf-1 (rpf >= r1; emv_matvec_f32_split).
 EMVF_T_AVX2 EMVF_INLINE void emvf_avx2_n(int t, const uint8_t *w, size_t ws, int64_t k, int64_t r0, int64_t r1,
-                                         const uint8_t *x, size_t xs, int n, float *y, size_t ldy) {
+                                         int64_t rpf, const uint8_t *x, size_t xs, int n, float *y, size_t ldy) {
 	int64_t r = r0;
 	if (n <= 2)
-		for (; r + 1 < r1; r += 2) emvf_avx2_rows(t, w, ws, k, r, 2, r1, x, xs, n, y, ldy);
-	for (; r < r1; r++) emvf_avx2_rows(t, w, ws, k, r, 1, r1, x, xs, n, y, ldy);
+		for (; r + 1 < r1; r += 2) emvf_avx2_rows(t, w, ws, k, r, 2, rpf, x, xs, n, y, ldy);
+	for (; r < r1; r++) emvf_avx2_rows(t, w, ws, k, r, 1, rpf, x, xs, n, y, ldy);
 }
 
 // ---- AVX-512: lanes 0..15 in one zmm ----
@@ -155,12 +157,12 @@ EMVF_T_AVX512 EMVF_INLINE __m512 emvf_w16_mask(int t, const uint8_t *wr, int64_t
 }
 
 EMVF_T_AVX512 EMVF_INLINE void emvf_avx512_rows(int t, const uint8_t *w, size_t ws, int64_t k, int64_t r, int R,
-                                                int64_t r1, const uint8_t *x, size_t xs, int n, float *y,
+                                                int64_t rpf, const uint8_t *x, size_t xs, int n, float *y,
                                                 size_t ldy) {
 	// F32 at n = 1 streams 4 rows of 4k bytes each fast enough for the
 	// hardware prefetchers alone (software prefetch measured 0.89-0.93x
 	// there: RATIONALE "Software prefetch"); every other case prefetches.
-	emv_pf pf = emv_pf_rows(w, ws, (size_t)k * (t == EMV_F16 ? 2 : 4), r, R, t == EMV_F32 && n == 1 ? r + R : r1,
+	emv_pf pf = emv_pf_rows(w, ws, (size_t)k * (t == EMV_F16 ? 2 : 4), r, R, t == EMV_F32 && n == 1 ? r + R : rpf,
 	                        (int)(k / 16 > 0 ? k / 16 : 1));
 	__m512 acc[4][EMV_MAXN];
 	for (int q = 0; q < R; q++)
@@ -193,24 +195,24 @@ EMVF_T_AVX512 EMVF_INLINE void emvf_avx512_rows(int t, const uint8_t *w, size_t 
 // Four rows at a time for n <= 4 (independent fma chains at n = 1, one
 // activation load for four rows), two beyond (registers).
 EMVF_T_AVX512 EMVF_INLINE void emvf_avx512_n(int t, const uint8_t *w, size_t ws, int64_t k, int64_t r0, int64_t r1,
-                                             const uint8_t *x, size_t xs, int n, float *y, size_t ldy) {
+                                             int64_t rpf, const uint8_t *x, size_t xs, int n, float *y, size_t ldy) {
 	int64_t r = r0;
 	if (n <= 4)
-		for (; r + 3 < r1; r += 4) emvf_avx512_rows(t, w, ws, k, r, 4, r1, x, xs, n, y, ldy);
-	for (; r + 1 < r1; r += 2) emvf_avx512_rows(t, w, ws, k, r, 2, r1, x, xs, n, y, ldy);
-	if (r < r1) emvf_avx512_rows(t, w, ws, k, r, 1, r1, x, xs, n, y, ldy);
+		for (; r + 3 < r1; r += 4) emvf_avx512_rows(t, w, ws, k, r, 4, rpf, x, xs, n, y, ldy);
+	for (; r + 1 < r1; r += 2) emvf_avx512_rows(t, w, ws, k, r, 2, rpf, x, xs, n, y, ldy);
+	if (r < r1) emvf_avx512_rows(t, w, ws, k, r, 1, rpf, x, xs, n, y, ldy);
 }
 
 // One function per (implementation, n): the accumulators stay in registers
 // and the j loop unrolls; the type stays a run-time argument (two cases).
 #define EMVF_FN(ISA, N)                                                                                    \
 	EMVF_T_##ISA static void emvf_##ISA##_##N(int t, const uint8_t *w, size_t ws, int64_t k, int64_t r0,  \
-	                                          int64_t r1, const uint8_t *x, size_t xs, float *y,        \
-	                                          size_t ldy) {                                              \
+	                                          int64_t r1, int64_t rpf, const uint8_t *x, size_t xs,     \
+	                                          float *y, size_t ldy) {                                    \
 		if (t == EMV_F16)                                                                              \
-			emvf_##ISA##_body(EMV_F16, w, ws, k, r0, r1, x, xs, N, y, ldy);                        \
+			emvf_##ISA##_body(EMV_F16, w, ws, k, r0, r1, rpf, x, xs, N, y, ldy);                   \
 		else                                                                                           \
-			emvf_##ISA##_body(EMV_F32, w, ws, k, r0, r1, x, xs, N, y, ldy);                        \
+			emvf_##ISA##_body(EMV_F32, w, ws, k, r0, r1, rpf, x, xs, N, y, ldy);                   \
 	}
 #define emvf_AVX2_body emvf_avx2_n
 #define emvf_AVX512_body emvf_avx512_n
@@ -226,6 +228,24 @@ static const emvf_fn emvf_avx2[EMV_MAXN] = EMVF_TAB(AVX2);
 static const emvf_fn emvf_avx512[EMV_MAXN] = EMVF_TAB(AVX512);
 #endif
 
+// emvf_rows runs impl's kernel on weight rows [r0, r1) for nn <= 8
+// activation rows, prefetching up to row rpf-1.
+static void emvf_rows(int t, int impl, const uint8_t *wp, size_t ws, int64_t k, int64_t r0, int64_t r1, int64_t rpf,
+                      const uint8_t *xj, size_t xs, int nn, float *yj, size_t ldy) {
+#if defined(__x86_64__)
+	if (impl == EMV_AVX512VNNI) {
+		emvf_avx512[nn - 1](t, wp, ws, k, r0, r1, rpf, xj, xs, yj, ldy);
+		return;
+	}
+	if (impl == EMV_AVX2) {
+		emvf_avx2[nn - 1](t, wp, ws, k, r0, r1, rpf, xj, xs, yj, ldy);
+		return;
+	}
+#endif
+	(void)rpf;
+	emvf_scalar(t, wp, ws, k, r0, r1, xj, xs, nn, yj, ldy);
+}
+
 int emv_matvec_f32(int t, int impl, const void *w, size_t ws, int64_t k, int64_t r0, int64_t r1, const float *x,
                    size_t xs, int64_t n, float *y, size_t ldy) {
 	if ((t != EMV_F32 && t != EMV_F16) || k <= 0 || n < 1 || r0 < 0 || r1 < r0) return -1;
@@ -234,19 +254,43 @@ int emv_matvec_f32(int t, int impl, const void *w, size_t ws, int64_t k, int64_t
 	const uint8_t *wp = (const uint8_t *)w, *xp = (const uint8_t *)x;
 	for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN) {
 		int nn = (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN);
-		const uint8_t *xj = xp + (size_t)j0 * xs;
-		float *yj = y + (size_t)j0 * ldy;
-#if defined(__x86_64__)
-		if (impl == EMV_AVX512VNNI) {
-			emvf_avx512[nn - 1](t, wp, ws, k, r0, r1, xj, xs, yj, ldy);
-			continue;
-		}
-		if (impl == EMV_AVX2) {
-			emvf_avx2[nn - 1](t, wp, ws, k, r0, r1, xj, xs, yj, ldy);
-			continue;
-		}
-#endif
-		emvf_scalar(t, wp, ws, k, r0, r1, xj, xs, nn, yj, ldy);
+		emvf_rows(t, impl, wp, ws, k, r0, r1, r1, xp + (size_t)j0 * xs, xs, nn, y + (size_t)j0 * ldy, ldy);
 	}
 	return 0;
+}
+
+// Rows per pass of impl's float kernel at n activation rows: the unit the
+// threads share, so every chunk is whole passes (emvf_avx512_n: 4 rows to
+// n = 4, then 2; emvf_avx2_n: 2 rows to n = 2, then 1).
+static int64_t emvf_pass_rows(int impl, int64_t n) {
+#if defined(__x86_64__)
+	if (impl == EMV_AVX512VNNI) return n <= 4 ? 4 : 2;
+	if (impl == EMV_AVX2) return n <= 2 ? 2 : 1;
+#endif
+	(void)impl, (void)n;
+	return 1;
+}
+
+int emv_matvec_f32_split(int t, int impl, const void *w, size_t ws, int64_t rows, int64_t k, const float *x,
+                         size_t xs, int64_t n, float *y, size_t ldy, void *split, int ith, int nth) {
+	if ((t != EMV_F32 && t != EMV_F16) || rows <= 0 || k <= 0 || n < 1 || !split || ith < 0 || ith >= nth) return -1;
+	if (impl == EMV_BEST) impl = emv_best_impl();
+	if (!emv_impl_available(impl)) return -1;
+	if (nth > EMV_SPLIT_MAX) return -2;
+	emv_split *sp = split;
+	// n > 8: passes of 8 rows, then of the rest; the rest's pass rows (the
+	// larger; each count divides the next) are the unit.
+	int64_t pr = emvf_pass_rows(impl, (n - 1) % EMV_MAXN + 1), units = (rows + pr - 1) / pr;
+	int64_t chunk = (int64_t)(65536 / ((size_t)pr * ws)), u0, u1, pf1, done = 0;
+	if (chunk < 1) chunk = 1;
+	emv_split_begin(sp, nth, units);
+	while (emv_split_next(sp, ith, nth, chunk, &u0, &u1, &pf1)) {
+		done += u1 - u0;
+		int64_t r0 = pr * u0, r1 = pr * u1 < rows ? pr * u1 : rows, rpf = pr * pf1 < rows ? pr * pf1 : rows;
+		for (int64_t j0 = 0; j0 < n; j0 += EMV_MAXN)
+			emvf_rows(t, impl, (const uint8_t *)w, ws, k, r0, r1, rpf, (const uint8_t *)x + (size_t)j0 * xs, xs,
+			          (int)(n - j0 < EMV_MAXN ? n - j0 : EMV_MAXN), y + (size_t)j0 * ldy, ldy);
+	}
+	emv_split_end(sp, nth);
+	return (int)done;
 }

@@ -77,3 +77,17 @@ func mulFloatRange(impl Impl, t Type, w []byte, k, r0, r1 int, x []float32, n in
 // CFuncFloat is the C entry point emv_matvec_f32 (see matvec_f32.h) as a
 // function pointer, for the ggml custom op in package kernels.
 func CFuncFloat() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec_f32) }
+
+// FloatSplitCFunc is emv_matvec_f32_split (matvec_f32.h) as a function
+// pointer, for the same op: the pool's threads share the rows through a
+// per-node state of SplitBytes.
+func FloatSplitCFunc() unsafe.Pointer { return unsafe.Pointer(C.emv_matvec_f32_split) }
+
+// mulFloatSplit is thread ith of nth's emv_matvec_f32_split over every row
+// of w with the len(x)/k rows of x, sharing rows through split
+// (splitState): the units this thread computed, or -1 / -2.
+func mulFloatSplit(impl Impl, t Type, w []byte, rows, k int, x, y []float32, split unsafe.Pointer, ith, nth int) int {
+	return int(C.emv_matvec_f32_split(C.int(t), C.int(impl), unsafe.Pointer(&w[0]), C.size_t(k*t.elemBytes()),
+		C.int64_t(rows), C.int64_t(k), (*C.float)(unsafe.Pointer(&x[0])), C.size_t(4*k), C.int64_t(len(x)/k),
+		(*C.float)(unsafe.Pointer(&y[0])), C.size_t(rows), split, C.int(ith), C.int(nth)))
+}

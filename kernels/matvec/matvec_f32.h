@@ -22,4 +22,15 @@ enum { EMV_F32 = 0, EMV_F16 = 1 };
 // NEON kernel yet). Returns 0, or -1 on bad arguments (nothing written).
 int emv_matvec_f32(int t, int impl, const void *w, size_t wstride, int64_t k, int64_t r0, int64_t r1,
                    const float *x, size_t xstride, int64_t n, float *y, size_t ldy);
+
+// emv_matvec_f32_split is emv_matvec_f32 over every row [0, rows), computed
+// by the nth threads of a pool together, thread ith calling it, sharing the
+// rows through split as matvec.h's emv_matvec_split does (units: the
+// kernel's rows per pass, 4 or 2 for AVX-512, 2 or 1 for AVX2, 1 scalar;
+// for n > 8 those of the last pass's n % 8 rows). The same bits as any
+// static split. Returns the units this thread computed (>= 0), -1 on bad
+// arguments, or -2 (more than EMV_SPLIT_MAX threads: split untouched, the
+// caller splits statically).
+int emv_matvec_f32_split(int t, int impl, const void *w, size_t wstride, int64_t rows, int64_t k, const float *x,
+                         size_t xstride, int64_t n, float *y, size_t ldy, void *split, int ith, int nth);
 #endif
