@@ -54,6 +54,7 @@ const (
 	AttentionAuto    = engine.AttentionAuto
 	AttentionFlash   = engine.AttentionFlash
 	AttentionClassic = engine.AttentionClassic
+	AttentionEdgellm = engine.AttentionEdgellm
 )
 
 // ErrContextFull is returned (wrapped) by Session.Decode and Generate of
@@ -66,7 +67,8 @@ var ErrContextFull = engine.ErrContextFull
 // type.
 var ErrBadState = engine.ErrBadState
 
-// ParseAttention validates an attention kernel name (auto, flash, classic).
+// ParseAttention validates an attention kernel name (auto, flash, classic,
+// edgellm).
 func ParseAttention(s string) (Attention, error) { return engine.ParseAttention(s) }
 
 // ParseKVType validates a KV type name.

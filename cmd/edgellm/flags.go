@@ -25,7 +25,7 @@ func addKVTypeFlag(fs *pflag.FlagSet) {
 }
 
 func addAttentionFlag(fs *pflag.FlagSet) {
-	fs.String("attention", "auto", "attention kernel: auto (flash attention on CPU, in both engines), flash or classic")
+	fs.String("attention", "auto", "attention kernel: auto (flash attention on CPU, in both engines), flash, classic, or edgellm (native engine: edgellm's attention kernel, F32 sums, each row bitwise the same whatever the batch; ggml's flash attention where it does not apply: a Q8_0/Q4_0 KV cache, arm64; llamacpp runs flash attention)")
 }
 
 func addEngineFlag(fs *pflag.FlagSet) {

@@ -84,7 +84,11 @@ func runParity(c *cmdEnv, args []string) error {
 	if o.Repack {
 		rp = ", weights repacked in both engines"
 	}
-	c.Logf("parity: %s, %d greedy steps, native KV %s, %s attention in both engines%s", label, o.N, kv, r.Attention, rp)
+	attn := fmt.Sprintf("%s attention in both engines", r.Attention)
+	if att == host.AttentionEdgellm {
+		attn = "edgellm attention in the native engine, flash in llama.cpp"
+	}
+	c.Logf("parity: %s, %d greedy steps, native KV %s, %s%s", label, o.N, kv, attn, rp)
 	if o.JSON {
 		enc := json.NewEncoder(c.Stdout)
 		return enc.Encode(r)

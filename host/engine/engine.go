@@ -178,9 +178,18 @@ const (
 	AttentionAuto    Attention = iota // the engine's choice: flash attention on CPU
 	AttentionFlash                    // ggml_flash_attn_ext
 	AttentionClassic                  // softmax(Q Kᵀ) V as separate ops
+	// AttentionEdgellm is edgellm's fused attention kernel on the native
+	// engine (the llamacpp engine runs flash attention): F32 sums, each query row bitwise the same whatever the batch
+	// and thread count, each K and V row read once for all the query rows
+	// and heads that attend to it (kernels/RATIONALE.md "Decode
+	// attention" has its speed against ggml's). Where it does not
+	// apply (a Q8_0/Q4_0 cache, arm64, an x86 CPU without AVX2) the session
+	// runs ggml's flash attention. Its logits differ from ggml's flash
+	// attention by rounding, as ggml's classic attention's do.
+	AttentionEdgellm
 )
 
-var attentionNames = [...]string{"auto", "flash", "classic"}
+var attentionNames = [...]string{"auto", "flash", "classic", "edgellm"}
 
 func (a Attention) String() string {
 	if int(a) < len(attentionNames) {
@@ -189,7 +198,8 @@ func (a Attention) String() string {
 	return "unknown"
 }
 
-// ParseAttention parses "auto", "flash" or "classic" ("" is auto).
+// ParseAttention parses "auto", "flash", "classic" or "edgellm" ("" is
+// auto).
 func ParseAttention(s string) (Attention, error) {
 	if s == "" {
 		return AttentionAuto, nil
@@ -199,7 +209,7 @@ func ParseAttention(s string) (Attention, error) {
 			return Attention(i), nil
 		}
 	}
-	return 0, errors.New("unknown attention " + `"` + s + `"` + " (want auto, flash or classic)")
+	return 0, errors.New("unknown attention " + `"` + s + `"` + " (want auto, flash, classic or edgellm)")
 }
 
 // Capabilities is what an engine can do that no session method says:

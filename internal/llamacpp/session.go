@@ -29,7 +29,7 @@ var _ engine.Session = (*Session)(nil)
 func contextParams(cfg engine.SessionConfig) kernels.ContextParams {
 	fa := kernels.FlashAttnAuto
 	switch cfg.Attention {
-	case engine.AttentionFlash:
+	case engine.AttentionFlash, engine.AttentionEdgellm: // edgellm's kernel is the native engine's
 		fa = kernels.FlashAttnOn
 	case engine.AttentionClassic:
 		fa = kernels.FlashAttnOff

@@ -14,7 +14,7 @@ import (
 // BenchmarkOwnAttentionDecode: decode steps of the SYNTHETIC 1B shape at a
 // quarter width (Q4_0, hd 64, 8 q heads, 2 kv heads, 16 layers) with
 // edgellm's matmuls, ggml's flash attention against edgellm's attention
-// (Options.EdgellmAttention), alternated 8 steps at a time in one process
+// (SessionConfig.Attention edgellm), alternated 8 steps at a time in one process
 // after a 96-token prefill; reports ms per token of each and their ratio.
 //
 //	go test ./internal/native -run '^$' -bench OwnAttentionDecode -benchtime 64x
@@ -28,12 +28,16 @@ func BenchmarkOwnAttentionDecode(b *testing.B) {
 			var ss [2]engine.Session
 			var toks [2][]int32
 			for i, own := range []bool{false, true} {
-				e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm, EdgellmAttention: own})
+				e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm})
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer e.Close()
-				s, err := e.NewSession(engine.SessionConfig{NCtx: 1024})
+				sc := engine.SessionConfig{NCtx: 1024}
+				if own {
+					sc.Attention = engine.AttentionEdgellm
+				}
+				s, err := e.NewSession(sc)
 				if err != nil {
 					b.Fatal(err)
 				}

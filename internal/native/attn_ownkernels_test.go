@@ -20,11 +20,12 @@ func attnOps(s engine.Session) (own, flash int) {
 	return g.CountAttnEdgellm(), g.CountOps("FLASH_ATTN_EXT")
 }
 
-// TestOwnKernelsAttention: with Options.Kernels "edgellm" and
-// EdgellmAttention every layer's attention of a decode step, a verify
-// batch (n <= EdgellmMaxN) or a prefill is edgellm's attention op
-// (kernels.AttnEdgellm) and no FLASH_ATTN_EXT is left, while the default
-// kernels, and Kernels "edgellm" alone, keep ggml's FLASH_ATTN_EXT; and a
+// TestOwnKernelsAttention: with SessionConfig.Attention edgellm every
+// layer's attention of a decode step, a verify batch (n <= EdgellmMaxN)
+// or a prefill is edgellm's attention op (kernels.AttnEdgellm) and no
+// FLASH_ATTN_EXT is left, with ggml's or edgellm's matmuls, while the
+// default attention keeps ggml's FLASH_ATTN_EXT; and, with Options.Kernels
+// "edgellm", a
 // verify batch of n = 2..9 tokens (and an 11-token prefill) gives each
 // row's logits bitwise equal to the single steps' with that op in the
 // graph, at 1 and 2 threads: the SYNTHETIC 1B shape at a quarter width
@@ -42,26 +43,32 @@ func TestOwnKernelsAttention(t *testing.T) {
 	for _, path := range models {
 		for _, threads := range []int{1, 2} {
 			name := fmt.Sprintf("%s/t%d", filepath.Base(path), threads)
-			// the default kernels, and edgellm's matmuls alone: ggml's flash
-			// attention, unchanged
+			// either kernels: the default attention is ggml's flash
+			// attention, unchanged; edgellm's replaces it in every layer
 			for _, kern := range []string{KernelsGGML, KernelsEdgellm} {
 				g, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: kern})
 				if err != nil {
 					t.Fatal(err)
 				}
 				nl := g.Config().NLayer
-				gs, _ := g.NewSession(engine.SessionConfig{NCtx: 64})
-				if err := gs.Decode(toks[:1], engine.LogitsLast); err != nil {
-					t.Fatal(err)
+				for _, att := range []engine.Attention{engine.AttentionAuto, engine.AttentionEdgellm} {
+					gs, _ := g.NewSession(engine.SessionConfig{NCtx: 64, Attention: att})
+					if err := gs.Decode(toks[:1], engine.LogitsLast); err != nil {
+						t.Fatal(err)
+					}
+					wantOwn, wantFlash := 0, nl
+					if att == engine.AttentionEdgellm {
+						wantOwn, wantFlash = nl, 0
+					}
+					if own, flash := attnOps(gs); own != wantOwn || flash != wantFlash {
+						t.Fatalf("%s, %s kernels, attention %s: %d edgellm attention ops, %d FLASH_ATTN_EXT; want %d and %d", name, kern, att, own, flash, wantOwn, wantFlash)
+					}
+					gs.Close()
 				}
-				if own, flash := attnOps(gs); own != 0 || flash != nl {
-					t.Fatalf("%s, %s kernels: %d edgellm attention ops, %d FLASH_ATTN_EXT; want 0 and %d", name, kern, own, flash, nl)
-				}
-				gs.Close()
 				g.Close()
 			}
 
-			e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm, EdgellmAttention: true})
+			e, err := Load(path, Options{Threads: threads, NoVocab: true, Kernels: KernelsEdgellm})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +79,7 @@ func TestOwnKernelsAttention(t *testing.T) {
 				}
 			}
 			single := make([][]float32, len(toks))
-			s, _ := e.NewSession(engine.SessionConfig{NCtx: 64})
+			s, _ := e.NewSession(engine.SessionConfig{NCtx: 64, Attention: engine.AttentionEdgellm})
 			for i, tok := range toks {
 				if err := s.Decode([]int32{tok}, engine.LogitsLast); err != nil {
 					t.Fatal(err)
@@ -84,7 +91,7 @@ func TestOwnKernelsAttention(t *testing.T) {
 			s.Close()
 			row := make([]float32, nv)
 			for n := 2; n <= kernels.EdgellmMaxN; n++ {
-				b, _ := e.NewSession(engine.SessionConfig{NCtx: 64})
+				b, _ := e.NewSession(engine.SessionConfig{NCtx: 64, Attention: engine.AttentionEdgellm})
 				for _, tok := range toks[:2] {
 					if err := b.Decode([]int32{tok}, engine.LogitsLast); err != nil {
 						t.Fatal(err)
@@ -110,7 +117,7 @@ func TestOwnKernelsAttention(t *testing.T) {
 				e.Close()
 				continue
 			}
-			p, _ := e.NewSession(engine.SessionConfig{NCtx: 64})
+			p, _ := e.NewSession(engine.SessionConfig{NCtx: 64, Attention: engine.AttentionEdgellm})
 			if err := p.Decode(toks, engine.LogitsAll); err != nil {
 				t.Fatal(err)
 			}
@@ -136,12 +143,12 @@ func TestOwnKernelsAttentionAllocs(t *testing.T) {
 	if !matvec.AttnUsable() {
 		t.Skip("no edgellm attention kernel on this CPU")
 	}
-	e, err := Load(ownKernelModels(t)[0], Options{Threads: 2, NoVocab: true, Kernels: KernelsEdgellm, EdgellmAttention: true})
+	e, err := Load(ownKernelModels(t)[0], Options{Threads: 2, NoVocab: true, Kernels: KernelsEdgellm})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s, err := e.NewSession(engine.SessionConfig{NCtx: 256})
+	s, err := e.NewSession(engine.SessionConfig{NCtx: 256, Attention: engine.AttentionEdgellm})
 	if err != nil {
 		t.Fatal(err)
 	}

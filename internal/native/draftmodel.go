@@ -67,8 +67,11 @@ func (s *Session) newModelDrafter(spec DraftSpec) (*modelDrafter, error) {
 	s.gr.key = graphKey{}
 	s.stats.KVBytes = s.kv.Bytes()
 	sc := engine.SessionConfig{NCtx: s.nCtx, NBatch: s.nBatch, Threads: s.tp.NThreads()}
-	if !s.flash {
+	switch {
+	case !s.flash:
 		sc.Attention = engine.AttentionClassic
+	case s.ownAttn:
+		sc.Attention = engine.AttentionEdgellm
 	}
 	ds, err := de.newSessionOn(sc, as[1])
 	if err != nil { // the failed session closed its arena

@@ -84,16 +84,6 @@ type Options struct {
 	// do ggml's repacked ones. Other types, larger batches (prefill) of the
 	// others and matrices in ggml's interleaved layout keep ggml's kernels.
 	Kernels string
-	// EdgellmAttention, with Kernels "edgellm", runs the flash attention
-	// of every batch as edgellm's kernel (kernels.AttnEdgellm: F32 sums,
-	// each row bitwise the same whatever the batch and thread count) where
-	// the cache is F16 (or F32) and the CPU has the kernel; elsewhere, and
-	// when off, ggml's flash attention. Off by default: its logits differ
-	// from ggml's flash attention by rounding, which the Q8_0 activation
-	// quantisation of quantised models amplifies beyond the parity tests'
-	// 1% of the range on the tiny models, as ggml's own classic attention
-	// does (kernels/RATIONALE.md "Decode attention").
-	EdgellmAttention bool
 	// ShareAnchors advises every session's anchor zones MADV_MERGEABLE
 	// whatever the number of open sessions, so the kernel's samepage
 	// merging (KSM) can merge them with identical anchors in other

@@ -72,8 +72,8 @@ type graph struct {
 	// ownKernels (Options.Kernels "edgellm"): weight matmuls go through
 	// matmul to edgellm's kernels where they apply.
 	ownKernels bool
-	// ownAttn (ownKernels and Options.EdgellmAttention): flash attention
-	// runs edgellm's kernel (kernels.AttnEdgellm) where it applies.
+	// ownAttn (SessionConfig.Attention edgellm): flash attention runs
+	// edgellm's kernel (kernels.AttnEdgellm) where it applies.
 	ownAttn bool
 	// untrimmed: the last layer computes q, attention and the output
 	// projection for every row and then keeps the rows that want logits
@@ -114,7 +114,7 @@ func (s *Session) newGraph() (*graph, error) {
 	g, err := newGraph(s.cfg.NLayer)
 	if err == nil {
 		g.ownKernels = s.eng.opts.Kernels == KernelsEdgellm
-		g.ownAttn = g.ownKernels && s.eng.opts.EdgellmAttention
+		g.ownAttn = s.ownAttn
 		g.own = s.eng.own
 	}
 	return g, err

@@ -24,6 +24,9 @@ type Session struct {
 	nCtx   int
 	nBatch int
 	flash  bool
+	// ownAttn (SessionConfig.Attention edgellm): flash attention runs
+	// edgellm's kernel where it applies.
+	ownAttn bool
 
 	kv *KVArena
 	tp *kernels.Threadpool
@@ -110,7 +113,11 @@ func (e *Engine) newSessionOn(sc engine.SessionConfig, kv *KVArena) (*Session, e
 	if err != nil {
 		return nil, fmt.Errorf("native: %w", err)
 	}
-	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic}
+	if sc.Attention > engine.AttentionEdgellm {
+		return nil, fmt.Errorf("native: attention %d", sc.Attention)
+	}
+	s := &Session{eng: e, cfg: cfg, nCtx: sc.NCtx, nBatch: sc.NBatch, flash: sc.Attention != engine.AttentionClassic,
+		ownAttn: sc.Attention == engine.AttentionEdgellm}
 	typ, err := kvGGMLType(sc.KVType)
 	if err != nil {
 		return nil, err

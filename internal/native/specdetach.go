@@ -115,8 +115,11 @@ func (s *Session) newModelDrafterAlone(de *Engine) (*modelDrafter, error) {
 		return nil, fmt.Errorf("native: draft %s: %w", de.w.Path, err)
 	}
 	sc := engine.SessionConfig{NCtx: s.nCtx, NBatch: s.nBatch, Threads: s.tp.NThreads()}
-	if !s.flash {
+	switch {
+	case !s.flash:
 		sc.Attention = engine.AttentionClassic
+	case s.ownAttn:
+		sc.Attention = engine.AttentionEdgellm
 	}
 	ds, err := de.newSessionOn(sc, as[0])
 	if err != nil {

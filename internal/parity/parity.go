@@ -38,10 +38,12 @@ type Options struct {
 }
 
 // flash resolves the attention setting shared by both engines of a
-// comparison into an explicit kernel: auto is flash on the CPU.
+// comparison into an explicit kernel: auto is flash on the CPU; edgellm
+// stays (the native engine runs edgellm's kernel, llama.cpp flash
+// attention).
 func flash(a engine.Attention) engine.Attention {
-	if a == engine.AttentionClassic {
-		return engine.AttentionClassic
+	if a == engine.AttentionClassic || a == engine.AttentionEdgellm {
+		return a
 	}
 	return engine.AttentionFlash
 }
