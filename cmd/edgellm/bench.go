@@ -96,6 +96,12 @@ func validEngine(flag, e string) error {
 }
 
 // check validates the flags that do not need the model.
+// attention is --attention, already validated by runBench (auto if not).
+func (o *benchOptions) attention() host.Attention {
+	a, _ := host.ParseAttention(o.Attention)
+	return a
+}
+
 func (o *benchOptions) check(args []string) (host.KVType, error) {
 	if len(args) > 0 {
 		return "", usagef("unexpected argument %q (the model goes in -m)", args[0])

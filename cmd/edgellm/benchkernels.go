@@ -78,7 +78,7 @@ func runKernelsVn(c *cmdEnv, path string, o benchOptions) error {
 		for i := range prompt {
 			prompt[i] = int32(1 + (i*7919)%(nv-1))
 		}
-		if s.sess, err = eng.NewSession(host.SessionConfig{NCtx: 256, Threads: threads}); err != nil {
+		if s.sess, err = eng.NewSession(host.SessionConfig{NCtx: 256, Threads: threads, Attention: o.attention()}); err != nil {
 			return err
 		}
 		if err := s.sess.Decode(prompt, host.LogitsLast); err != nil {
@@ -86,7 +86,7 @@ func runKernelsVn(c *cmdEnv, path string, o benchOptions) error {
 		}
 		s.n0 = s.sess.Len()
 	}
-	c.Logf("bench: --kernels-vn on %s, %d thread(s), %d repeats", path, threads, o.Repeats)
+	c.Logf("bench: --kernels-vn on %s, %d thread(s), %d repeats, %s attention", path, threads, o.Repeats, o.attention())
 	bw := machineBandwidth(c.Stdout, threads)
 	clock := cputime.Process
 	if threads == 1 {

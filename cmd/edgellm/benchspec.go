@@ -78,7 +78,7 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 	greedy := host.SamplingParams{TopP: 1, RepeatPenalty: 1}
 	one := func(spec string, k int, auto bool) (specSide, error) {
 		var r specSide
-		s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: threads})
+		s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: threads, Attention: o.attention()})
 		if err != nil {
 			return r, err
 		}
@@ -133,7 +133,7 @@ func runBenchSpec(c *cmdEnv, o benchOptions, so benchSpecOptions, path string, t
 // tokens (logits on every row, as a verify pass) at the prompt's context,
 // divided by the median single-token step; 3 repeats per n, interleaved.
 func verifyCurve(c *cmdEnv, eng host.Engine, prompt []int32, o benchOptions) error {
-	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads})
+	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: o.Threads, Attention: o.attention()})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (r sweepRun) rate(n int) float64 { return float64(n-1) / r.cpu.Seconds() }
 // Speculator's own choice), measuring with the thread CPU clock.
 func sweepGen(eng host.Engine, spec string, prompt []int32, o benchOptions, k int, auto bool) (sweepRun, error) {
 	var r sweepRun
-	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1})
+	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1, Attention: o.attention()})
 	if err != nil {
 		return r, err
 	}
@@ -87,7 +87,7 @@ func sweepGen(eng host.Engine, spec string, prompt []int32, o benchOptions, k in
 // median time, the unit of c.
 func verifyCurveCPU(eng host.Engine, prompt []int32, o benchOptions, reps int) ([abi.MaxSpecK + 1]float64, time.Duration, error) {
 	var v [abi.MaxSpecK + 1]float64
-	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1})
+	s, err := eng.NewSession(host.SessionConfig{NCtx: o.Ctx, Threads: 1, Attention: o.attention()})
 	if err != nil {
 		return v, 0, err
 	}
