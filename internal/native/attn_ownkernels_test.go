@@ -135,39 +135,3 @@ func TestOwnKernelsAttention(t *testing.T) {
 		}
 	}
 }
-
-// TestOwnKernelsAttentionAllocs: a decode step with edgellm's attention op
-// in the graph allocates nothing (its userdata lives in the graph's
-// context, its scratch is per thread in C).
-func TestOwnKernelsAttentionAllocs(t *testing.T) {
-	if !matvec.AttnUsable() {
-		t.Skip("no edgellm attention kernel on this CPU")
-	}
-	e, err := Load(ownKernelModels(t)[0], Options{Threads: 2, NoVocab: true, Kernels: KernelsEdgellm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	s, err := e.NewSession(engine.SessionConfig{NCtx: 256, Attention: engine.AttentionEdgellm})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	logits := make([]float32, e.Config().NVocab)
-	tok := []int32{1}
-	step := func() {
-		if err := s.Decode(tok, engine.LogitsLast); err != nil {
-			t.Fatal(err)
-		}
-		s.Logits(0, logits)
-		tok[0] = kernels.Argmax(logits)
-	}
-	step() // builds the graph
-	if own, _ := attnOps(s); own == 0 {
-		t.Fatal("no edgellm attention op in the decode graph")
-	}
-	// 100 steps stay below the first 256-position KV padding boundary
-	if a := testing.AllocsPerRun(100, step); a != 0 {
-		t.Fatalf("%v allocations per decode step, want 0", a)
-	}
-}

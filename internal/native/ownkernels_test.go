@@ -11,6 +11,7 @@ import (
 	"github.com/edgellm/edgellm/internal/gguf"
 	"github.com/edgellm/edgellm/internal/sharedtest"
 	"github.com/edgellm/edgellm/kernels"
+	"github.com/edgellm/edgellm/kernels/matvec"
 )
 
 // ownKernelModels are the quantised models the edgellm kernels are checked
@@ -175,35 +176,46 @@ func TestOwnKernelsBatchInvariant(t *testing.T) {
 
 // TestOwnKernelsDecodeAllocs: a decode step through edgellm's custom op
 // allocates nothing (the graph is reused; the op's userdata is a C
-// function pointer, and ggml's threads never enter Go).
+// function pointer, and ggml's threads never enter Go), with ggml's
+// attention and with edgellm's (its userdata lives in the graph's
+// context, its scratch is per thread in C).
 func TestOwnKernelsDecodeAllocs(t *testing.T) {
 	e, err := Load(ownKernelModels(t)[0], Options{Threads: 2, NoVocab: true, Kernels: KernelsEdgellm})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s, err := e.NewSession(engine.SessionConfig{NCtx: 256})
-	if err != nil {
-		t.Fatal(err)
+	atts := []engine.Attention{engine.AttentionAuto}
+	if matvec.AttnUsable() {
+		atts = append(atts, engine.AttentionEdgellm)
 	}
-	defer s.Close()
-	logits := make([]float32, e.Config().NVocab)
-	tok := []int32{1}
-	step := func() {
-		if err := s.Decode(tok, engine.LogitsLast); err != nil {
+	for _, att := range atts {
+		s, err := e.NewSession(engine.SessionConfig{NCtx: 256, Attention: att})
+		if err != nil {
 			t.Fatal(err)
 		}
-		s.Logits(0, logits)
-		tok[0] = kernels.Argmax(logits)
-	}
-	step() // builds the graph
-	if customOps(s) == 0 {
-		t.Fatal("no custom op in the decode graph")
-	}
-	// 100 steps stay below the first 256-position KV padding boundary: no
-	// graph rebuild.
-	if a := testing.AllocsPerRun(100, step); a != 0 {
-		t.Fatalf("%v allocations per decode step, want 0", a)
+		logits := make([]float32, e.Config().NVocab)
+		tok := []int32{1}
+		step := func() {
+			if err := s.Decode(tok, engine.LogitsLast); err != nil {
+				t.Fatal(err)
+			}
+			s.Logits(0, logits)
+			tok[0] = kernels.Argmax(logits)
+		}
+		step() // builds the graph
+		if customOps(s) == 0 {
+			t.Fatalf("attention %s: no custom op in the decode graph", att)
+		}
+		if own, _ := attnOps(s); (own != 0) != (att == engine.AttentionEdgellm) {
+			t.Fatalf("attention %s: %d edgellm attention ops in the decode graph", att, own)
+		}
+		// 100 steps stay below the first 256-position KV padding boundary: no
+		// graph rebuild.
+		if a := testing.AllocsPerRun(100, step); a != 0 {
+			t.Fatalf("attention %s: %v allocations per decode step, want 0", att, a)
+		}
+		s.Close()
 	}
 }
 
