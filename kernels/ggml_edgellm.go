@@ -1,9 +1,8 @@
 package kernels
 
 /*
-#include <stdint.h>
-#include <string.h>
 #include "ggml.h"
+#include "shim.h"
 
 // emv_matvec's signature (kernels/matvec/matvec.h); the pointer comes from
 // matvec.CFunc.
@@ -76,10 +75,9 @@ static void edgellm_mvf_op(struct ggml_tensor *dst, int ith, int nth, void *ud) 
 }
 
 static edgellm_mv_node_t *edgellm_mv_node(struct ggml_context *ctx, void *fn, void *split_fn, size_t split_bytes) {
-	edgellm_mv_node_t *nd = ggml_new_buffer(ctx, sizeof *nd + split_bytes + 64);
+	edgellm_mv_node_t *nd = ggml_new_buffer(ctx, sizeof *nd);
 	nd->fn = fn, nd->split_fn = split_fn;
-	nd->split = (void *)(((uintptr_t)(nd + 1) + 63) & ~(uintptr_t)63); // its own lines
-	memset(nd->split, 0, split_bytes);
+	nd->split = edgellm_split_state(ctx, split_bytes);
 	return nd;
 }
 

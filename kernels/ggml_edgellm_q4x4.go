@@ -1,10 +1,9 @@
 package kernels
 
 /*
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include "ggml.h"
+#include "shim.h"
 
 // emv_q4x4_matvec's and emv_matvec's signatures (kernels/matvec); the
 // pointers come from matvec.Q4x4CFunc and matvec.CFunc.
@@ -68,10 +67,9 @@ static void edgellm_q4x4_op(struct ggml_tensor *dst, int ith, int nth, void *ud)
 
 static struct ggml_tensor *edgellm_mul_mat_q4x4(struct ggml_context *ctx, struct ggml_tensor *w,
                                                 struct ggml_tensor *aq, edgellm_q4x4_t *d, size_t split_bytes) {
-	edgellm_q4x4_node_t *nd = ggml_new_buffer(ctx, sizeof *nd + split_bytes + 64);
+	edgellm_q4x4_node_t *nd = ggml_new_buffer(ctx, sizeof *nd);
 	nd->d = d;
-	nd->split = (void *)(((uintptr_t)(nd + 1) + 63) & ~(uintptr_t)63); // its own lines
-	memset(nd->split, 0, split_bytes);
+	nd->split = edgellm_split_state(ctx, split_bytes);
 	struct ggml_tensor *args[2] = {w, aq};
 	return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], aq->ne[1], 1, 1, args, 2, edgellm_q4x4_op,
 	                      GGML_N_TASKS_MAX, nd);

@@ -1,5 +1,6 @@
 // See shim.h.
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "shim.h"
@@ -80,3 +81,10 @@ bool edgellm_abort_cb(void * data) {
 
 void edgellm_abort_set(int * flag, int v) { __atomic_store_n(flag, v, __ATOMIC_RELAXED); }
 int  edgellm_abort_get(int * flag)        { return __atomic_load_n(flag, __ATOMIC_RELAXED); }
+
+void * edgellm_split_state(struct ggml_context * ctx, size_t bytes) {
+    uint8_t * p = ggml_new_buffer(ctx, bytes + 63);
+    p = (uint8_t *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+    memset(p, 0, bytes);
+    return p;
+}

@@ -1,5 +1,6 @@
 // C helpers for the kernels package: the log callback that llama.cpp and ggml
-// call, and the abort flag that llama_decode polls. Implemented in shim.c.
+// call, the abort flag that llama_decode polls, and the edgellm ops' node
+// state. Implemented in shim.c.
 #ifndef EDGELLM_KERNELS_SHIM_H
 #define EDGELLM_KERNELS_SHIM_H
 
@@ -27,5 +28,11 @@ void edgellm_log_clear_error(void);
 bool edgellm_abort_cb(void * data);
 void edgellm_abort_set(int * flag, int v);
 int  edgellm_abort_get(int * flag);
+
+// edgellm_split_state is bytes of zeroed memory on their own 64-byte lines
+// in ctx's metadata memory (ggml_new_buffer): an edgellm matmul node's
+// row-sharing state (kernels/matvec/emv_split.h), per node and freed with
+// the context. The caller checks the context has room.
+void * edgellm_split_state(struct ggml_context * ctx, size_t bytes);
 
 #endif
