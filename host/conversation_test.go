@@ -51,7 +51,13 @@ type turnResult struct {
 // returns the logits of each batch's last position.
 func decodeChunks(t *testing.T, eng Engine, chunks [][]int32) [][]float32 {
 	t.Helper()
-	s, err := eng.NewSession(SessionConfig{NCtx: 128, Threads: 1})
+	return decodeChunksWith(t, eng, SessionConfig{NCtx: 128, Threads: 1}, chunks)
+}
+
+// decodeChunksWith is decodeChunks in a session of config sc.
+func decodeChunksWith(t *testing.T, eng Engine, sc SessionConfig, chunks [][]int32) [][]float32 {
+	t.Helper()
+	s, err := eng.NewSession(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
