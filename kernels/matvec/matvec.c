@@ -2,7 +2,8 @@
 // (block_q8_0: fp16 d + 32 int8; block_q4_0: fp16 d + 16 bytes of nibbles,
 // low nibbles elements 0..15, high nibbles 16..31, value nibble-8).
 //
-// The arithmetic contract (every implementation, every n, every row split):
+// The arithmetic contract C4 (every implementation here, every n, every row
+// split; the i8mm kernel's C8 is in matvec_c8.c):
 // for weight row r, activation row j, block b in order,
 //     lane[l] = sum_{i=4l}^{4l+3} w[b][i] * a[b][i]     (exact int32, l = 0..7)
 //     s       = f32(d_w[b]) * f32(d_a[b])              (one f32 rounding)
@@ -365,12 +366,13 @@ int emv_best_impl(void) {
 
 int emv_impl_available(int impl) {
 	int best = emv_best_impl();
+	if (impl == EMV_SCALAR || impl == EMV_SCALAR8) return 1; // the two contracts' references
 #if defined(__x86_64__)
 	return impl >= EMV_SCALAR && impl <= best;
 #elif defined(__aarch64__)
-	return impl == EMV_SCALAR || (impl >= EMV_NEONDOT && impl <= best);
+	return (impl == EMV_NEONDOT && best >= EMV_NEONDOT) || (impl == EMV_NEONI8MM && best == EMV_NEONI8MM);
 #else
-	return impl == EMV_SCALAR;
+	return 0;
 #endif
 }
 
@@ -385,7 +387,7 @@ static void emv_rows(int t, int impl, const uint8_t *wp, size_t ws, int nb, int6
 		(t == EMV_Q8_0 ? emv_avx512_q8 : emv_avx512_q4)[nn - 1](wp, ws, nb, r0, r1, rpf, aj, as, yj, ldy, pp);
 		return;
 	}
-	if (impl >= EMV_AVX2) {
+	if (impl == EMV_AVX2 || impl == EMV_AVX512VNNI) {
 		(t == EMV_Q8_0 ? emv_avx2_q8 : emv_avx2_q4)[nn - 1](wp, ws, nb, r0, r1, rpf, aj, as, yj, ldy);
 		return;
 	}
@@ -393,7 +395,7 @@ static void emv_rows(int t, int impl, const uint8_t *wp, size_t ws, int nb, int6
 	if (emv_neon_matvec(t, impl, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy)) return;
 #endif
 	(void)rpf, (void)pp;
-	emv_scalar(t, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy);
+	(impl == EMV_SCALAR8 ? emv_scalar8 : emv_scalar)(t, wp, ws, nb, r0, r1, aj, as, nn, yj, ldy);
 }
 
 // emv_prep_room: what emv_prep_scratch fills in.
@@ -466,7 +468,7 @@ int emv_matvec_split(int t, int impl, const void *w, size_t ws, int64_t rows, in
 		return -1;
 	if (impl == EMV_BEST) impl = emv_best_impl();
 	if (!emv_impl_available(impl)) return -1;
-	if (nth > EMV_SPLIT_MAX || impl == EMV_NEONDOT) return -2;
+	if (nth > EMV_SPLIT_MAX || impl == EMV_NEONDOT || impl == EMV_NEONI8MM) return -2;
 	int nb = (int)(k / EMV_QK);
 	emv_split *sp = split;
 	int64_t pr = emv_pass_rows(impl), units = (rows + pr - 1) / pr;

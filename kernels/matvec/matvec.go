@@ -20,12 +20,16 @@ type Impl int
 
 // The implementations, in order of preference on each architecture (x86-64:
 // Scalar, AVX2, AVX512VNNI; arm64: Scalar, NEONDot, NEON with the dot
-// product extension, SDOT).
+// product extension, SDOT; NEONI8MM, NEON with the int8 matrix multiply,
+// SMMLA). Scalar8 is the reference of the second contract (C8, the one
+// NEONI8MM follows), portable C on every architecture, never Best.
 const (
 	Scalar     Impl = C.EMV_SCALAR
 	AVX2       Impl = C.EMV_AVX2
 	AVX512VNNI Impl = C.EMV_AVX512VNNI
 	NEONDot    Impl = C.EMV_NEONDOT
+	Scalar8    Impl = C.EMV_SCALAR8
+	NEONI8MM   Impl = C.EMV_NEONI8MM
 	QK              = 32 // elements per block
 	MaxN            = 8  // activation rows one weight load serves
 	// ActBlockBytes is the size of one quantised activation block (ggml's
@@ -43,18 +47,59 @@ func (i Impl) String() string {
 		return "avx512vnni"
 	case NEONDot:
 		return "neondot"
+	case Scalar8:
+		return "scalar8"
+	case NEONI8MM:
+		return "neoni8mm"
 	}
 	return fmt.Sprintf("impl(%d)", int(i))
 }
 
+// Contract names an arithmetic contract of the quantised kernels (doc.go):
+// the number of consecutive products in each exact int32 lane. Every
+// implementation of a contract returns its reference's bits; the two
+// contracts differ in the last bits.
+type Contract int
+
+const (
+	C4 Contract = 4 // eight lanes of 4 products: Scalar, AVX2, AVX512VNNI, NEONDot
+	C8 Contract = 8 // four lanes of 8 products: Scalar8, NEONI8MM
+)
+
+func (c Contract) String() string { return fmt.Sprintf("C%d", int(c)) }
+
+// Reference is the contract's portable scalar implementation (available
+// on every CPU).
+func (c Contract) Reference() Impl {
+	if c == C8 {
+		return Scalar8
+	}
+	return Scalar
+}
+
+// Contract is the arithmetic contract i follows.
+func (i Impl) Contract() Contract {
+	if i == Scalar8 || i == NEONI8MM {
+		return C8
+	}
+	return C4
+}
+
+// Reference is the implementation whose bits i returns: its contract's
+// scalar reference.
+func (i Impl) Reference() Impl { return i.Contract().Reference() }
+
 var best = Impl(C.emv_best_impl())
 
 // Best is the fastest implementation this CPU runs (chosen at start-up:
-// cpuid on x86-64, getauxval(AT_HWCAP) on arm64).
+// cpuid on x86-64, getauxval(AT_HWCAP, AT_HWCAP2) on arm64). The ggml
+// custom op always runs Best, so a graph uses one contract throughout:
+// Best().Reference() is the reference its results match.
 func Best() Impl { return best }
 
-// allImpls is every implementation of every architecture, slowest first.
-var allImpls = []Impl{Scalar, AVX2, AVX512VNNI, NEONDot}
+// allImpls is every implementation of every architecture, slowest first
+// within each contract.
+var allImpls = []Impl{Scalar, AVX2, AVX512VNNI, NEONDot, Scalar8, NEONI8MM}
 
 // available reports whether this CPU runs impl.
 func available(impl Impl) bool { return C.emv_impl_available(C.int(impl)) != 0 }

@@ -13,6 +13,14 @@
 // f32 lanes are two float32x4_t, updated with vfmaq_f32 (one fused
 // multiply-add per lane, as fmaf), and summed by the same fixed tree:
 // v = lo + hi is (a0+a4, a1+a5, a2+a6, a3+a7); (v0+v2) + (v1+v3).
+//
+// NEONI8MM (below the dotprod kernels) follows the second contract, C8
+// (matvec_c8.c): SMMLA (vmmlaq_s32, ARMv8.6-A i8mm, optional from v8.2-A)
+// multiplies a 2x8 int8 matrix (two weight rows' 8-element chunk l) by an
+// 8x2 one (two activation rows' chunk l) into [w0.x0, w0.x1, w1.x0, w1.x1],
+// exact int32 sums of 8 products: lane l of the C8 contract for a 2x2 tile
+// of outputs. Chosen when getauxval(AT_HWCAP2) & HWCAP2_I8MM and dotprod
+// are both present.
 #if defined(__aarch64__)
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -28,6 +36,12 @@
 
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
+#endif
+#ifndef AT_HWCAP2
+#define AT_HWCAP2 26
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
 #endif
 
 #if defined(__clang__)
@@ -51,7 +65,10 @@ EMV_T_DOT EMV_INLINE int32x4_t emv_sdot(int32x4_t acc, int8x16_t a, int8x16_t b)
 #define emv_sdot vdotq_s32
 #endif
 
-int emv_neon_detect(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? EMV_NEONDOT : EMV_SCALAR; }
+int emv_neon_detect(void) {
+	if (!(getauxval(AT_HWCAP) & HWCAP_ASIMDDP)) return EMV_SCALAR;
+	return (getauxval(AT_HWCAP2) & HWCAP2_I8MM) ? EMV_NEONI8MM : EMV_NEONDOT;
+}
 
 // fp16 -> f32 (FCVT, base ARMv8-A; exact, subnormal halves included).
 EMV_INLINE float emv_neon_h2f(const uint8_t *p) {
@@ -150,10 +167,122 @@ EMV_NEACH(EMV_Q4_0, q4)
 static const emv_neon_fn emv_neondot_q8[EMV_MAXN] = EMV_NTAB(q8);
 static const emv_neon_fn emv_neondot_q4[EMV_MAXN] = EMV_NTAB(q4);
 
+// ---- NEON i8mm: contract C8 ----
+
+#if defined(__clang__)
+#define EMV_T_MM __attribute__((target("dotprod,i8mm")))
+#else
+#define EMV_T_MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
+#endif
+
+// SMMLA, as emv_sdot: clang declares vmmlaq_s32 only when the whole file
+// has i8mm (__ARM_FEATURE_MATMUL_INT8), so there it is written out.
+#if defined(__clang__) && !defined(__ARM_FEATURE_MATMUL_INT8)
+EMV_T_MM EMV_INLINE int32x4_t emv_smmla(int32x4_t acc, int8x16_t a, int8x16_t b) {
+	__asm__(".arch armv8.2-a+i8mm\n\tsmmla %0.4s, %1.16b, %2.16b" : "+w"(acc) : "w"(a), "w"(b));
+	return acc;
+}
+#else
+#define emv_smmla vmmlaq_s32
+#endif
+
+// Two rows' 16 bytes u (row 0) and v (row 1) as SMMLA operands: *c0 holds
+// both rows' elements 0..7, *c1 their elements 8..15.
+EMV_T_MM EMV_INLINE void emv_mm_pair(int8x16_t u, int8x16_t v, int8x16_t *c0, int8x16_t *c1) {
+	int64x2_t x = vreinterpretq_s64_s8(u), z = vreinterpretq_s64_s8(v);
+	*c0 = vreinterpretq_s8_s64(vzip1q_s64(x, z));
+	*c1 = vreinterpretq_s8_s64(vzip2q_s64(x, z));
+}
+
+// Weight rows r and r+1 (a zero row when r+1 = r1) by n activation rows in
+// 2x2 tiles (rows j, j+1; zeros for j+1 = n): per block and tile four
+// SMMLA (chunks l = 0..3), each converted and fma'd once with the scales
+// [dw0*dx0, dw0*dx1, dw1*dx0, dw1*dx1] (one f32 product each, as the
+// reference); the padding's outputs are dropped. Each weight block is
+// loaded (Q4_0: unpacked) once. The next two rows are prefetched as in
+// emv_neon_rows.
+EMV_T_MM EMV_INLINE void emv_mm_rows(int t, const uint8_t *w, size_t ws, int nb, int64_t r, int64_t r1,
+                                     const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
+	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
+	const int two = r + 1 < r1, P = (n + 1) / 2;
+	const int32x4_t zero = vdupq_n_s32(0);
+	float32x4_t acc[EMV_MAXN / 2][4];
+	for (int p = 0; p < P; p++)
+		for (int l = 0; l < 4; l++) acc[p][l] = vdupq_n_f32(0.0f);
+	const uint8_t *w0 = w + (size_t)r * ws;
+	emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, 2, r1, nb);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *b0 = w0 + (size_t)b * bsz;
+		emv_pf_step(&pf, b);
+		int8x16_t p0, p1, q0 = vdupq_n_s8(0), q1 = vdupq_n_s8(0), wc[4];
+		float d0 = emv_neon_h2f(b0), d1 = 0.0f;
+		emv_neon_w(t, b0, &p0, &p1);
+		if (two) {
+			emv_neon_w(t, b0 + ws, &q0, &q1);
+			d1 = emv_neon_h2f(b0 + ws);
+		}
+		emv_mm_pair(p0, q0, &wc[0], &wc[1]);
+		emv_mm_pair(p1, q1, &wc[2], &wc[3]);
+		float32x4_t dw = vcombine_f32(vdup_n_f32(d0), vdup_n_f32(d1));
+		for (int p = 0; p < P; p++) {
+			const uint8_t *ab = a + (size_t)(2 * p) * as + (size_t)b * EMV_Q8_BYTES;
+			int8x16_t x0 = vld1q_s8((const int8_t *)(ab + 2)), x1 = vld1q_s8((const int8_t *)(ab + 18));
+			int8x16_t z0 = vdupq_n_s8(0), z1 = vdupq_n_s8(0), ac[4];
+			float e[2] = {emv_neon_h2f(ab), 0.0f};
+			if (2 * p + 1 < n) {
+				z0 = vld1q_s8((const int8_t *)(ab + as + 2));
+				z1 = vld1q_s8((const int8_t *)(ab + as + 18));
+				e[1] = emv_neon_h2f(ab + as);
+			}
+			emv_mm_pair(x0, z0, &ac[0], &ac[1]);
+			emv_mm_pair(x1, z1, &ac[2], &ac[3]);
+			float32x2_t da = vld1_f32(e);
+			float32x4_t s = vmulq_f32(dw, vcombine_f32(da, da));
+			for (int l = 0; l < 4; l++)
+				acc[p][l] = vfmaq_f32(acc[p][l], vcvtq_f32_s32(emv_smmla(zero, wc[l], ac[l])), s);
+		}
+	}
+	// C8's tree (a0+a2) + (a1+a3), all four outputs of a tile at once:
+	// [y(r,j), y(r,j+1), y(r+1,j), y(r+1,j+1)].
+	for (int p = 0; p < P; p++) {
+		float v[4];
+		vst1q_f32(v, vaddq_f32(vaddq_f32(acc[p][0], acc[p][2]), vaddq_f32(acc[p][1], acc[p][3])));
+		int j = 2 * p;
+		y[(size_t)j * ldy + r] = v[0];
+		if (two) y[(size_t)j * ldy + r + 1] = v[2];
+		if (j + 1 < n) {
+			y[(size_t)(j + 1) * ldy + r] = v[1];
+			if (two) y[(size_t)(j + 1) * ldy + r + 1] = v[3];
+		}
+	}
+}
+
+#define EMV_MMFN(T, TN, N)                                                                                 \
+	EMV_T_MM static void emv_neoni8mm_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,        \
+	                                             int64_t r1, const uint8_t *a, size_t as, float *y,        \
+	                                             size_t ldy) {                                             \
+		for (int64_t r = r0; r < r1; r += 2) emv_mm_rows(T, w, ws, nb, r, r1, a, as, N, y, ldy);       \
+	}
+#define EMV_MMEACH(T, TN)                                                                                  \
+	EMV_MMFN(T, TN, 1) EMV_MMFN(T, TN, 2) EMV_MMFN(T, TN, 3) EMV_MMFN(T, TN, 4)                          \
+	EMV_MMFN(T, TN, 5) EMV_MMFN(T, TN, 6) EMV_MMFN(T, TN, 7) EMV_MMFN(T, TN, 8)
+#define EMV_MMTAB(TN)                                                                                      \
+	{ emv_neoni8mm_##TN##_1, emv_neoni8mm_##TN##_2, emv_neoni8mm_##TN##_3, emv_neoni8mm_##TN##_4,         \
+	  emv_neoni8mm_##TN##_5, emv_neoni8mm_##TN##_6, emv_neoni8mm_##TN##_7, emv_neoni8mm_##TN##_8 }
+EMV_MMEACH(EMV_Q8_0, q8)
+EMV_MMEACH(EMV_Q4_0, q4)
+static const emv_neon_fn emv_neoni8mm_q8[EMV_MAXN] = EMV_MMTAB(q8);
+static const emv_neon_fn emv_neoni8mm_q4[EMV_MAXN] = EMV_MMTAB(q4);
+
 int emv_neon_matvec(int t, int impl, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
                     const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
-	if (impl != EMV_NEONDOT || n < 1 || n > EMV_MAXN) return 0;
-	(t == EMV_Q8_0 ? emv_neondot_q8 : emv_neondot_q4)[n - 1](w, ws, nb, r0, r1, a, as, y, ldy);
+	if (n < 1 || n > EMV_MAXN) return 0;
+	if (impl == EMV_NEONDOT)
+		(t == EMV_Q8_0 ? emv_neondot_q8 : emv_neondot_q4)[n - 1](w, ws, nb, r0, r1, a, as, y, ldy);
+	else if (impl == EMV_NEONI8MM)
+		(t == EMV_Q8_0 ? emv_neoni8mm_q8 : emv_neoni8mm_q4)[n - 1](w, ws, nb, r0, r1, a, as, y, ldy);
+	else
+		return 0;
 	return 1;
 }
 #endif

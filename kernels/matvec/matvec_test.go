@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -76,11 +77,21 @@ func activations(rng *rand.Rand, n, k int) []float32 {
 //     nearest), plus a few f32 ulps of |x| from the rounded 1/dx and dx,
 //     plus |q| <= 127 times the fp16 rounding of the stored scale (ggml's
 //     Q8_0 keeps dx as fp16: relative 2^-11, absolute 2^-25 when subnormal);
-//   - f32 arithmetic: per block dw*dx is rounded once and the fma once, so
-//     (nb+1) ulps of the sum of |block terms| bound the accumulation.
-func bound(deq []float64, x []float32, r, j, k int) float64 {
+//   - f32 arithmetic (contract c, lanes = 32/c): each block's term
+//     lane*s carries one rounding of s = dw*dx, then the lane's nb fmas
+//     (one rounding each, relative to a partial sum no larger than the sum
+//     of the lane's |terms|), then the log2(lanes) levels of the fixed
+//     tree: m = nb + 1 + log2(lanes) roundings of at most u = 2^-24 on any
+//     term's path, so |error| <= gamma_m * sum |terms|, gamma_m = m*u/(1-m*u)
+//     (Higham, Accuracy and Stability, 3.1). C4: m = nb+4; C8, half the
+//     lanes, one tree level fewer: m = nb+3. |terms| <= |w|(|x| + dx).
+func bound(c Contract, deq []float64, x []float32, r, j, k int) float64 {
 	const eps = 1.0 / (1 << 23)
 	nb := k / QK
+	levels := 0
+	for l := QK / int(c); l > 1; l /= 2 {
+		levels++
+	}
 	quant, terms := 0.0, 0.0
 	for b := 0; b < nb; b++ {
 		amax := 0.0
@@ -97,7 +108,9 @@ func bound(deq []float64, x []float32, r, j, k int) float64 {
 		}
 		terms += bt
 	}
-	return quant + float64(nb+1)*eps*terms*2
+	m := float64(nb + 1 + levels)
+	u := eps / 2
+	return quant + m*u/(1-m*u)*terms
 }
 
 var shapes = []struct{ rows, k int }{{1, 32}, {7, 96}, {33, 320}, {64, 256}}
@@ -128,7 +141,7 @@ func TestMulMatchesFloat64(t *testing.T) {
 								for i := 0; i < sh.k; i++ {
 									ref += deq[r*sh.k+i] * float64(x[j*sh.k+i])
 								}
-								if d, tol := math.Abs(float64(y[j*sh.rows+r])-ref), bound(deq, x, r, j, sh.k); d > tol {
+								if d, tol := math.Abs(float64(y[j*sh.rows+r])-ref), bound(impl.Contract(), deq, x, r, j, sh.k); d > tol {
 									t.Fatalf("%v %v %dx%d n=%d threads=%d row %d act %d: got %g want %g (|diff| %g > %g)",
 										ty, impl, sh.rows, sh.k, n, threads, r, j, y[j*sh.rows+r], ref, d, tol)
 								}
@@ -143,25 +156,31 @@ func TestMulMatchesFloat64(t *testing.T) {
 
 // TestBatchInvariant: row j of an n-row call is bitwise the single-row call
 // on x_j, for every type, n, thread count and implementation; and every
-// implementation gives the scalar reference's bits.
+// implementation gives its contract's reference's bits (Impl.Reference:
+// Scalar for C4, Scalar8 for C8).
 func TestBatchInvariant(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	for _, ty := range []Type{Q8_0, Q4_0} {
 		for _, sh := range shapes {
 			w, _ := weights(rng, ty, sh.rows, sh.k)
 			x := activations(rng, MaxN, sh.k)
-			a, single := singleRows(t, ty, w, sh.rows, sh.k, x)
+			singles := map[Impl][][]float32{}
+			var a *Activations
+			for _, ref := range []Impl{Scalar, Scalar8} {
+				a, singles[ref] = singleRows(t, ref, ty, w, sh.rows, sh.k, x)
+			}
 			for n := 1; n <= MaxN; n++ {
 				_ = a.Set(x[:n*sh.k])
 				for _, impl := range Available() {
+					single := singles[impl.Reference()]
 					for threads := 1; threads <= 4; threads++ {
 						y := make([]float32, n*sh.rows)
 						_ = Mul(impl, ty, w, sh.rows, a, y, threads)
 						for j := 0; j < n; j++ {
 							for r := 0; r < sh.rows; r++ {
 								if got, want := math.Float32bits(y[j*sh.rows+r]), math.Float32bits(single[j][r]); got != want {
-									t.Fatalf("%v %v %dx%d n=%d threads=%d row %d act %d: %g (%#x), single-row scalar %g (%#x)",
-										ty, impl, sh.rows, sh.k, n, threads, r, j, y[j*sh.rows+r], got, single[j][r], want)
+									t.Fatalf("%v %v %dx%d n=%d threads=%d row %d act %d: %g (%#x), single-row %v %g (%#x)",
+										ty, impl, sh.rows, sh.k, n, threads, r, j, y[j*sh.rows+r], got, impl.Reference(), single[j][r], want)
 								}
 							}
 						}
@@ -181,8 +200,12 @@ func TestArgs(t *testing.T) {
 		t.Fatal("9 rows accepted")
 	}
 	_ = a.Set(make([]float32, 32))
-	if err := Mul(best+1, Q8_0, make([]byte, 34), 1, a, make([]float32, 1), 1); err == nil {
-		t.Fatal("unavailable impl accepted")
+	for _, impl := range append([]Impl{-2, NEONI8MM + 1}, allImpls...) {
+		if !slices.Contains(Available(), impl) {
+			if err := Mul(impl, Q8_0, make([]byte, 34), 1, a, make([]float32, 1), 1); err == nil {
+				t.Fatalf("unavailable impl %v accepted", impl)
+			}
+		}
 	}
 	if err := Mul(Scalar, Q8_0, make([]byte, 33), 1, a, make([]float32, 1), 1); err == nil {
 		t.Fatal("short weights accepted")
@@ -245,25 +268,28 @@ func BenchmarkVn(b *testing.B) {
 }
 
 // TestMulDoesNotAllocate: a one-thread call allocates nothing (decode's
-// zero-allocations-per-token rule).
+// zero-allocations-per-token rule), with every available implementation.
 func TestMulDoesNotAllocate(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
 	w, _ := weights(rng, Q4_0, 64, 256)
 	a, _ := NewActivations(256)
 	x := activations(rng, 4, 256)
 	y := make([]float32, 4*64)
-	if n := testing.AllocsPerRun(50, func() {
-		_ = a.Set(x)
-		_ = Mul(best, Q4_0, w, 64, a, y, 1)
-	}); n != 0 {
-		t.Fatalf("%v allocations per call, want 0", n)
+	for _, impl := range Available() {
+		if n := testing.AllocsPerRun(50, func() {
+			_ = a.Set(x)
+			_ = Mul(impl, Q4_0, w, 64, a, y, 1)
+		}); n != 0 {
+			t.Fatalf("%v: %v allocations per call, want 0", impl, n)
+		}
 	}
 }
 
 // singleRows computes each of the MaxN activation rows of x alone with the
-// scalar kernel (the reference every batched call must equal bitwise) and
-// returns the activations it used with the results.
-func singleRows(t *testing.T, ty Type, w []byte, rows, k int, x []float32) (*Activations, [][]float32) {
+// reference ref (Scalar or Scalar8: every batched call of ref's contract
+// must equal it bitwise) and returns the activations it used with the
+// results.
+func singleRows(t *testing.T, ref Impl, ty Type, w []byte, rows, k int, x []float32) (*Activations, [][]float32) {
 	t.Helper()
 	a, err := NewActivations(k)
 	if err != nil {
@@ -275,7 +301,7 @@ func singleRows(t *testing.T, ty Type, w []byte, rows, k int, x []float32) (*Act
 			t.Fatal(err)
 		}
 		single[j] = make([]float32, rows)
-		if err := Mul(Scalar, ty, w, rows, a, single[j], 1); err != nil {
+		if err := Mul(ref, ty, w, rows, a, single[j], 1); err != nil {
 			t.Fatal(err)
 		}
 	}

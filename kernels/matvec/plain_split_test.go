@@ -62,9 +62,18 @@ func (c *plainSplitCase) passRows(impl Impl) int {
 }
 
 // declines reports whether the split leaves c to the caller's static split
-// under impl: the NEON quantised kernel (matvec_arm64.c prefetches up to
-// its call's last row only, so it takes no separate limit).
-func (c *plainSplitCase) declines(impl Impl) bool { return c.a != nil && impl == NEONDot }
+// under impl: the NEON quantised kernels, dotprod and i8mm (matvec_arm64.c
+// prefetches up to its call's last row only, so it takes no separate
+// limit).
+func (c *plainSplitCase) declines(impl Impl) bool {
+	return c.a != nil && (impl == NEONDot || impl == NEONI8MM)
+}
+
+// scalarPath reports whether impl runs c on a scalar C kernel (the
+// references; the float kernels off x86, which have no NEON path).
+func (c *plainSplitCase) scalarPath(impl Impl) bool {
+	return impl == Scalar || impl == Scalar8 || c.a == nil && (impl == NEONDot || impl == NEONI8MM)
+}
 
 // plainSplitCases: every plain type over shapes of one to many ~64 KB
 // chunks per thread's share, odd row counts (a partial last pass) and, for
@@ -117,7 +126,7 @@ func TestPlainSplitBitwise(t *testing.T) {
 	defer freeSplitState(split)
 	for _, c := range plainSplitCases(rng) {
 		for _, impl := range Available() {
-			if (impl == Scalar || c.a == nil && impl == NEONDot) && c.rows*c.k > 600_000 {
+			if c.scalarPath(impl) && c.rows*c.k > 600_000 {
 				continue // the scalar C kernels: the smaller shapes give them many chunks too (time under qemu)
 			}
 			if c.declines(impl) {

@@ -24,7 +24,7 @@ func TestQ4x4Bitwise(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := activations(rng, MaxN, sh.k)
-		a, single := singleRows(t, Q4_0, w, sh.rows, sh.k, x)
+		a, single := singleRows(t, Scalar, Q4_0, w, sh.rows, sh.k, x)
 		for n := 1; n <= MaxN; n++ {
 			_ = a.Set(x[:n*sh.k])
 			check := func(what string, y []float32, r0, r1 int) {
