@@ -3,20 +3,23 @@
 # emulation (`make test-arm64`; issue 31, point 1): the package's arm64 test
 # binary, built at the base architecture (armv8-a), runs on three emulated
 # CPUs, and on each its TestDispatch checks the kernel chosen at run time
-# from getauxval(AT_HWCAP):
-#   max         ARMv8.x with dotprod and i8mm  -> neondot
-#   cortex-a76  ARMv8.2-A with dotprod         -> neondot
-#   cortex-a53  ARMv8.0-A, no dotprod          -> scalar (the fallback)
-# while TestBatchInvariant and TestMulMatchesFloat64 run every available
-# implementation (bitwise batch invariance, the float64 bound). Then, when
-# given, package kernels' arm64 test binary runs the custom op's tests
-# (TestMulMatEdgellm: inside a ggml graph on ggml's arm64 thread pool, the
-# op is bitwise matvec's scalar reference and the 1-row graph, and within
-# the derived bound of ggml's own arm64 mul_mat) on $QEMU_CPU.
+# from getauxval(AT_HWCAP, AT_HWCAP2):
+#   max         ARMv8.x with dotprod and i8mm  -> neoni8mm (contract C8)
+#   cortex-a76  ARMv8.2-A with dotprod         -> neondot  (contract C4)
+#   cortex-a53  ARMv8.0-A, no dotprod          -> scalar   (the fallback, C4)
+# while TestBatchInvariant, TestContracts and TestMulMatchesFloat64 run every
+# available implementation (bitwise batch invariance and its contract's
+# reference's bits, the float64 bound). Then, when given, package kernels'
+# arm64 test binary runs the custom op's tests (TestMulMatEdgellm: inside a
+# ggml graph on ggml's arm64 thread pool, the op is bitwise the reference of
+# Best's contract and the 1-row graph, and within the derived bound of
+# ggml's own arm64 mul_mat) on each CPU of $QEMU_CPUS: max runs the i8mm
+# kernel (C8), cortex-a76 the dotprod one (C4).
 #
 # usage: scripts/matvec-arm64.sh MATVEC_TEST_BINARY [KERNELS_TEST_BINARY]
 # env:   QEMU_ARM64      emulator (default: qemu-aarch64, else qemu-aarch64-static)
-#        QEMU_CPU        emulated CPU for the kernels binary (default cortex-a76)
+#        QEMU_CPUS       emulated CPUs for the kernels binary (default $QEMU_CPU, else
+#                        "max cortex-a76")
 #        QEMU_LD_PREFIX  arm64 sysroot for the dynamic loader (default /usr/aarch64-linux-gnu)
 #
 # Emulated timings printed by `go test` are NOT performance numbers. Prints
@@ -37,7 +40,7 @@ trap 'rm -f "$out"' EXIT
 
 echo "matvec-arm64: $bin on $qemu (test timings are emulated: not performance numbers)"
 passed=0 failed=0
-for pair in max:neondot cortex-a76:neondot cortex-a53:scalar; do
+for pair in max:neoni8mm cortex-a76:neondot cortex-a53:scalar; do
   cpu=${pair%%:*} want=${pair#*:}
   t0=$(date +%s)
   # A runaway emulation must not hold CI: at most 5 minutes per CPU.
@@ -56,8 +59,8 @@ for pair in max:neondot cortex-a76:neondot cortex-a53:scalar; do
   fi
 done
 
-if [ -n "$kbin" ]; then
-  cpu=${QEMU_CPU:-cortex-a76}
+for cpu in ${QEMU_CPUS:-${QEMU_CPU:-max cortex-a76}}; do
+  [ -n "$kbin" ] || break
   t0=$(date +%s)
   timeout 300 "$qemu" -L "$sysroot" -cpu "$cpu" "$kbin" -test.count=1 -test.v \
     -test.run 'TestEdgellmActsMatchGGML|TestMulMatEdgellm' >"$out" 2>&1
@@ -71,7 +74,7 @@ if [ -n "$kbin" ]; then
     echo "FAIL  -cpu $cpu: the custom op in a ggml graph (exit $code)"
     grep -v '^=== RUN' "$out" | head -n 40 | sed -e 's/^/    /'
   fi
-fi
+done
 
 echo "matvec-arm64: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

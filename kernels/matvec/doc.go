@@ -8,24 +8,35 @@
 // checks the bytes), so inside a ggml graph the kernels read the same bytes
 // ggml's own mul_mat would.
 //
-// Arithmetic contract, identical on every path: for weight row r and
+// Two arithmetic contracts (Contract; Impl.Contract says which one an
+// implementation follows, Impl.Reference names that contract's scalar
+// reference). C4, every x86 path and NEON dotprod: for weight row r and
 // activation row j, per block b in order, eight exact int32 lane sums of 4
-// products (elements 4l..4l+3: the grouping of maddubs+madd and vpdpbusd),
-// s = f32(d_w)*f32(d_a) rounded once, acc[l] = fma(lane[l], s, acc[l]), then
-// y = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). So y[r][j] depends only on row
-// r, row j and k: row j of an n-row call is bitwise the 1-row call (batch
-// invariance, TestBatchInvariant), for any split of the rows across threads,
-// and the scalar, AVX2, AVX-512 VNNI and NEON dotprod paths return the
-// same bits.
+// products (elements 4l..4l+3: the grouping of maddubs+madd, vpdpbusd and
+// SDOT), s = f32(d_w)*f32(d_a) rounded once, acc[l] = fma(lane[l], s,
+// acc[l]), then y = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). C8, the NEON
+// i8mm kernel's: the same with four lanes of 8 products (elements
+// 8l..8l+7: what SMMLA sums) and y = (a0+a2) + (a1+a3). Under either,
+// y[r][j] depends only on row r, row j and k: row j of an n-row call is
+// bitwise the 1-row call (batch invariance, TestBatchInvariant), for any
+// split of the rows across threads, and every implementation returns its
+// contract's reference's bits (Scalar for C4, Scalar8 for C8;
+// TestContracts checks both against a Go model of the contract). The two
+// contracts differ in the last bits, so invariance holds per
+// implementation: the ggml op always runs Best.
 //
-// Implementations: portable scalar C (the reference, and the path on CPUs
-// with none of the below), AVX2+FMA+F16C, AVX-512 (F/BW/VL/DQ + VNNI: two
-// weight rows per zmm, each 256-bit half doing the AVX2 arithmetic), and on
-// arm64 NEON with the dot product extension (NEONDot: two SDOTs per block
-// are the eight lanes; matvec_arm64.c). The kernel is chosen at run time
-// (cpuid on x86-64, getauxval(AT_HWCAP) on arm64), never at build time: the
-// vector functions carry per-function target attributes. Available lists
-// only the running architecture's implementations.
+// Implementations: portable scalar C (Scalar, C4's reference and the path
+// on CPUs with none of the below; Scalar8, C8's reference, on every
+// architecture and never Best), AVX2+FMA+F16C, AVX-512 (F/BW/VL/DQ + VNNI:
+// two weight rows per zmm, each 256-bit half doing the AVX2 arithmetic),
+// and on arm64 NEON with the dot product extension (NEONDot: two SDOTs per
+// block are the eight lanes) and, where the CPU also has the int8 matrix
+// multiply (i8mm), NEONI8MM (one SMMLA per 8-element chunk gives a 2x2
+// tile of two weight rows by two activation rows; matvec_arm64.c). The
+// kernel is chosen at run time (cpuid on x86-64, getauxval(AT_HWCAP,
+// AT_HWCAP2) on arm64), never at build time: the vector functions carry
+// per-function target attributes. Available lists only the running
+// architecture's implementations.
 //
 // Float weights (matvec_f32.c, MulFloat): F32 and F16 rows times F32
 // activations, 16 f32 lanes per output (element i into lane i % 16 by fma,

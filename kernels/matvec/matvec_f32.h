@@ -18,8 +18,9 @@ enum { EMV_F32 = 0, EMV_F16 = 1 };
 // (F32 or F16), wstride bytes apart; x holds n F32 rows, xstride bytes
 // apart. impl is one of matvec.h's EMV_* implementations this CPU runs
 // (EMV_BEST: the best; AVX-512 here needs only F/BW/VL/DQ, but the
-// dispatch follows emv_best_impl; EMV_NEONDOT runs the scalar path: no F32
-// NEON kernel yet). Returns 0, or -1 on bad arguments (nothing written).
+// dispatch follows emv_best_impl; EMV_NEONDOT, EMV_NEONI8MM and
+// EMV_SCALAR8 run the scalar path: one float contract, no F32 NEON kernel
+// yet). Returns 0, or -1 on bad arguments (nothing written).
 int emv_matvec_f32(int t, int impl, const void *w, size_t wstride, int64_t k, int64_t r0, int64_t r1,
                    const float *x, size_t xstride, int64_t n, float *y, size_t ldy);
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 )
 
@@ -138,8 +139,12 @@ func TestMulFloatArgs(t *testing.T) {
 	if err := MulFloat(Scalar, F16, make([]byte, 64), 1, 32, x[:31], make([]float32, 1), 1); err == nil {
 		t.Fatal("x not whole rows accepted")
 	}
-	if err := MulFloat(best+1, F32, make([]byte, 128), 1, 32, x, make([]float32, 1), 1); err == nil {
-		t.Fatal("unavailable impl accepted")
+	for _, impl := range append([]Impl{-2, NEONI8MM + 1}, allImpls...) {
+		if !slices.Contains(Available(), impl) {
+			if err := MulFloat(impl, F32, make([]byte, 128), 1, 32, x, make([]float32, 1), 1); err == nil {
+				t.Fatalf("unavailable impl %v accepted", impl)
+			}
+		}
 	}
 }
 
