@@ -10,6 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// EMV_PF_TARGET: a target attribute for the helpers below, for a file whose
+// kernels carry a target attribute that may lack some of the build's
+// -march features (GCC then refuses to inline a helper with the build's
+// options; matvec_arm64.c). Empty by default.
+#ifndef EMV_PF_TARGET
+#define EMV_PF_TARGET
+#endif
+
 // emv_pf_off: nonzero turns every kernel's software prefetch off (a
 // measurement switch for one-process before/after ratios, SetPrefetch in
 // tests and benchmarks; prefetch never changes a result). Defined in
@@ -27,7 +35,7 @@ typedef struct {
 // at limit (the end of what this call may read); it is spread over steps
 // calls, line by line from the line holding next. A stretch past limit
 // prefetches nothing.
-static inline __attribute__((always_inline)) emv_pf emv_pf_init(const uint8_t *next, size_t bytes,
+static inline __attribute__((always_inline)) EMV_PF_TARGET emv_pf emv_pf_init(const uint8_t *next, size_t bytes,
                                                                 const uint8_t *limit, int steps) {
 	emv_pf pf;
 	pf.p = (const uint8_t *)((uintptr_t)next & ~(uintptr_t)63); // the line holding next
@@ -43,13 +51,13 @@ static inline __attribute__((always_inline)) emv_pf emv_pf_init(const uint8_t *n
 // matrix (row r at w + r*ws, rowb bytes of it read), i.e. rows [r+R, r+2R),
 // clipped at the end of row r1-1 (the last row this call reads); spread
 // over steps calls.
-static inline __attribute__((always_inline)) emv_pf emv_pf_rows(const uint8_t *w, size_t ws, size_t rowb, int64_t r,
+static inline __attribute__((always_inline)) EMV_PF_TARGET emv_pf emv_pf_rows(const uint8_t *w, size_t ws, size_t rowb, int64_t r,
                                                                 int R, int64_t r1, int steps) {
 	return emv_pf_init(w + (size_t)(r + R) * ws, (size_t)R * ws, w + (size_t)(r1 - 1) * ws + rowb, steps);
 }
 
 // emv_pf_range: step i's bytes [*q, *e); 0 when it has none.
-static inline __attribute__((always_inline)) int emv_pf_range(const emv_pf *pf, int i, const uint8_t **q,
+static inline __attribute__((always_inline)) EMV_PF_TARGET int emv_pf_range(const emv_pf *pf, int i, const uint8_t **q,
                                                               const uint8_t **e) {
 	*q = pf->p + (size_t)i * pf->step;
 	if ((uintptr_t)*q >= (uintptr_t)pf->end) return 0;
@@ -58,7 +66,7 @@ static inline __attribute__((always_inline)) int emv_pf_range(const emv_pf *pf, 
 }
 
 // emv_pf_step: step i's lines, into L2 (locality 2: prefetcht1 on x86).
-static inline __attribute__((always_inline)) void emv_pf_step(const emv_pf *pf, int i) {
+static inline __attribute__((always_inline)) EMV_PF_TARGET void emv_pf_step(const emv_pf *pf, int i) {
 	const uint8_t *q, *e;
 	if (!emv_pf_range(pf, i, &q, &e)) return;
 	for (; q < e; q += 64) __builtin_prefetch(q, 0, 2);

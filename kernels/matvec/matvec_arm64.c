@@ -28,6 +28,19 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec.h"
+
+#if defined(__clang__)
+#define EMV_T_DOT __attribute__((target("dotprod")))
+#else
+#define EMV_T_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+// GCC inlines an always_inline function only into callers whose ISA covers
+// the callee's, and a helper without a target attribute has the build's
+// -march: with -march=armv8.2-a+dotprod+fp16 (or +i8mm) it has features
+// the kernels' "arch=armv8.2-a+dotprod" lacks, and the build failed. So
+// every helper the kernels inline carries EMV_T_DOT, the prefetch ones
+// through EMV_PF_TARGET.
+#define EMV_PF_TARGET EMV_T_DOT
 #include "emv_prefetch.h"
 
 #include <arm_neon.h>
@@ -44,11 +57,6 @@
 #define HWCAP2_I8MM (1 << 13)
 #endif
 
-#if defined(__clang__)
-#define EMV_T_DOT __attribute__((target("dotprod")))
-#else
-#define EMV_T_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
-#endif
 #define EMV_INLINE static inline __attribute__((always_inline))
 
 // SDOT. GCC's arm_neon.h declares vdotq_s32 for functions whose target has
@@ -71,7 +79,7 @@ int emv_neon_detect(void) {
 }
 
 // fp16 -> f32 (FCVT, base ARMv8-A; exact, subnormal halves included).
-EMV_INLINE float emv_neon_h2f(const uint8_t *p) {
+EMV_T_DOT EMV_INLINE float emv_neon_h2f(const uint8_t *p) {
 	__fp16 h;
 	memcpy(&h, p, 2);
 	return (float)h;
