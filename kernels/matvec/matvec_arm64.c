@@ -265,11 +265,51 @@ EMV_T_MM EMV_INLINE void emv_mm_rows(int t, const uint8_t *w, size_t ws, int nb,
 	}
 }
 
+// n = 1: SMMLA against a zero activation row would waste half of every
+// instruction and zip every block, so one activation row takes SDOT plus a
+// pairwise add instead, the same exact integers: vpaddq_s32 of the two
+// SDOTs' 4-product lanes [s0..s3], [s4..s7] is [s0+s1, s2+s3, s4+s5,
+// s6+s7], C8's four 8-product lanes, in order. One conversion and one fma
+// per row and block (NEONDot: two of each). R rows at a time (R = 4: four
+// independent fma chains at n = 1, as NEONDot's two rows of lo and hi).
+EMV_T_MM EMV_INLINE void emv_mm_rows1(int t, int R, const uint8_t *w, size_t ws, int nb, int64_t r, int64_t r1,
+                                      const uint8_t *a, float *y) {
+	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
+	const int32x4_t zero = vdupq_n_s32(0);
+	float32x4_t acc[4];
+	for (int i = 0; i < R; i++) acc[i] = vdupq_n_f32(0.0f);
+	const uint8_t *wr = w + (size_t)r * ws;
+	emv_pf pf = emv_pf_rows(w, ws, (size_t)nb * bsz, r, R, r1, nb);
+	for (int b = 0; b < nb; b++) {
+		const uint8_t *ab = a + (size_t)b * EMV_Q8_BYTES;
+		int8x16_t a0 = vld1q_s8((const int8_t *)(ab + 2)), a1 = vld1q_s8((const int8_t *)(ab + 18));
+		float da = emv_neon_h2f(ab);
+		emv_pf_step(&pf, b);
+		for (int i = 0; i < R; i++) {
+			const uint8_t *blk = wr + (size_t)i * ws + (size_t)b * bsz;
+			int8x16_t w0, w1;
+			emv_neon_w(t, blk, &w0, &w1);
+			int32x4_t l = vpaddq_s32(emv_sdot(zero, w0, a0), emv_sdot(zero, w1, a1));
+			acc[i] = vfmaq_f32(acc[i], vcvtq_f32_s32(l), vdupq_n_f32(emv_neon_h2f(blk) * da));
+		}
+	}
+	for (int i = 0; i < R; i++) { // (a0+a2) + (a1+a3)
+		float32x2_t v = vadd_f32(vget_low_f32(acc[i]), vget_high_f32(acc[i]));
+		y[r + i] = vget_lane_f32(v, 0) + vget_lane_f32(v, 1);
+	}
+}
+
 #define EMV_MMFN(T, TN, N)                                                                                 \
 	EMV_T_MM static void emv_neoni8mm_##TN##_##N(const uint8_t *w, size_t ws, int nb, int64_t r0,        \
 	                                             int64_t r1, const uint8_t *a, size_t as, float *y,        \
 	                                             size_t ldy) {                                             \
-		for (int64_t r = r0; r < r1; r += 2) emv_mm_rows(T, w, ws, nb, r, r1, a, as, N, y, ldy);       \
+		int64_t r = r0;                                                                                \
+		if (N == 1) {                                                                                  \
+			for (; r + 3 < r1; r += 4) emv_mm_rows1(T, 4, w, ws, nb, r, r1, a, y);                  \
+			for (; r < r1; r++) emv_mm_rows1(T, 1, w, ws, nb, r, r1, a, y);                          \
+			return;                                                                                \
+		}                                                                                              \
+		for (; r < r1; r += 2) emv_mm_rows(T, w, ws, nb, r, r1, a, as, N, y, ldy);                     \
 	}
 #define EMV_MMEACH(T, TN)                                                                                  \
 	EMV_MMFN(T, TN, 1) EMV_MMFN(T, TN, 2) EMV_MMFN(T, TN, 3) EMV_MMFN(T, TN, 4)                          \
