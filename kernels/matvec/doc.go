@@ -32,7 +32,8 @@
 // and on arm64 NEON with the dot product extension (NEONDot: two SDOTs per
 // block are the eight lanes) and, where the CPU also has the int8 matrix
 // multiply (i8mm), NEONI8MM (one SMMLA per 8-element chunk gives a 2x2
-// tile of two weight rows by two activation rows; matvec_arm64.c). The
+// tile of two weight rows by two activation rows; at n = 1 SDOT plus a
+// pairwise add gives the same 8-product lanes; matvec_arm64.c). The
 // kernel is chosen at run time (cpuid on x86-64, getauxval(AT_HWCAP,
 // AT_HWCAP2) on arm64), never at build time: the vector functions carry
 // per-function target attributes. Available lists only the running

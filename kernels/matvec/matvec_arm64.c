@@ -19,8 +19,8 @@
 // multiplies a 2x8 int8 matrix (two weight rows' 8-element chunk l) by an
 // 8x2 one (two activation rows' chunk l) into [w0.x0, w0.x1, w1.x0, w1.x1],
 // exact int32 sums of 8 products: lane l of the C8 contract for a 2x2 tile
-// of outputs. Chosen when getauxval(AT_HWCAP2) & HWCAP2_I8MM and dotprod
-// are both present.
+// of outputs (n = 1: SDOT plus a pairwise add, the same integers). Chosen
+// when getauxval(AT_HWCAP2) & HWCAP2_I8MM and dotprod are both present.
 #if defined(__aarch64__)
 #if defined(__clang__)
 #pragma clang fp contract(off)
