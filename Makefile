@@ -345,12 +345,12 @@ test-arm64: test-arm64-matvec build-arm64 lib-arm64 build policies
 	CROSS_ARM64_CC='$(CROSS_ARM64_CC)' scripts/capi-arm64.sh $(LIB_ARM64) $(BIN) $(SHARED) policies/default/default.wasm
 
 # The kernels/matvec tests as an arm64 test binary, built at the base
-# architecture (-march=armv8-a: the NEON dotprod kernels come in only through
-# their target attributes) and run under qemu on CPUs with and without the dot
-# product, each checking the kernel getauxval chose; then package kernels'
-# custom-op tests (the kernels inside a ggml graph), built like build-arm64
-# so they reuse its compiled llama.cpp (scripts/matvec-arm64.sh). About two
-# minutes here, mostly the second link.
+# architecture (-march=armv8-a: the NEON dotprod and i8mm kernels come in
+# only through their target attributes) and run under qemu on CPUs with dotprod
+# and i8mm, dotprod only and neither, each checking the kernel getauxval chose;
+# then package kernels' custom-op tests (the kernels inside a ggml graph) on
+# max (i8mm) and cortex-a76, built like build-arm64 so they reuse its compiled
+# llama.cpp (scripts/matvec-arm64.sh). About 3.5 minutes here, loaded.
 MATVEC_TEST_ARM64  ?= bin/matvec-$(GOOS_ARM64)-arm64.test
 KERNELS_TEST_ARM64 ?= bin/kernels-$(GOOS_ARM64)-arm64.test
 test-arm64-matvec: cross-arm64-check cgo-check
