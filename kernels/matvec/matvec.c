@@ -21,7 +21,7 @@
 #endif
 #include "matvec.h"
 #include "emv_scratch.h"
-#include "emv_fp16.h"
+#include "emv_block.h"
 #include "emv_prefetch.h"
 #include "emv_split.h"
 
@@ -78,18 +78,6 @@ static inline float emv_hsum8(const float *a) {
 	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
 }
 
-static inline void emv_unpack_scalar(int t, const uint8_t *blk, int8_t *w, float *dw) {
-	*dw = emv_h2f(blk);
-	if (t == EMV_Q8_0) {
-		memcpy(w, blk + 2, EMV_QK);
-		return;
-	}
-	for (int i = 0; i < 16; i++) {
-		w[i] = (int8_t)((blk[2 + i] & 0x0f) - 8);
-		w[i + 16] = (int8_t)((blk[2 + i] >> 4) - 8);
-	}
-}
-
 static void emv_scalar(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
                        const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
 	size_t bsz = t == EMV_Q8_0 ? EMV_Q8_BYTES : EMV_Q4_BYTES;
@@ -99,7 +87,7 @@ static void emv_scalar(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, i
 		for (int b = 0; b < nb; b++) {
 			int8_t wq[EMV_QK];
 			float dw;
-			emv_unpack_scalar(t, wr + (size_t)b * bsz, wq, &dw);
+			emv_block_unpack(t, wr + (size_t)b * bsz, wq, &dw);
 			for (int j = 0; j < n; j++) {
 				const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
 				const int8_t *aq = (const int8_t *)(ab + 2);

@@ -1,7 +1,7 @@
 // The second arithmetic contract, C8 ("8-lane-8"), and its portable scalar
 // reference (EMV_SCALAR8, compiled on every architecture so that x86-64 CI
 // tests it too). C8 is the contract of the arm64 i8mm kernel
-// (matvec_i8mm_arm64.c), whose SMMLA sums 8 products per output:
+// (matvec_arm64.c), whose SMMLA sums 8 products per output:
 // for weight row r, activation row j, block b in order,
 //     lane[l] = sum_{i=8l}^{8l+7} w[b][i] * a[b][i]    (exact int32, l = 0..3)
 //     s       = f32(d_w[b]) * f32(d_a[b])             (one f32 rounding)
@@ -19,23 +19,10 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #include "matvec.h"
-#include "emv_fp16.h"
+#include "emv_block.h"
 
 #include <math.h>
 #include <string.h>
-
-// The 32 signed weights of one block (Q4_0: low nibbles are elements
-// 0..15, high nibbles 16..31, value nibble - 8).
-static inline void emv_c8_unpack(int t, const uint8_t *blk, int8_t *w) {
-	if (t == EMV_Q8_0) {
-		memcpy(w, blk + 2, EMV_QK);
-		return;
-	}
-	for (int i = 0; i < 16; i++) {
-		w[i] = (int8_t)((blk[2 + i] & 0x0f) - 8);
-		w[i + 16] = (int8_t)((blk[2 + i] >> 4) - 8);
-	}
-}
 
 void emv_scalar8(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1, const uint8_t *a, size_t as,
                  int n, float *y, size_t ldy) {
@@ -46,8 +33,8 @@ void emv_scalar8(int t, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t
 		for (int b = 0; b < nb; b++) {
 			int8_t wq[EMV_QK];
 			const uint8_t *blk = wr + (size_t)b * bsz;
-			emv_c8_unpack(t, blk, wq);
-			float dw = emv_h2f(blk);
+			float dw;
+			emv_block_unpack(t, blk, wq, &dw);
 			for (int j = 0; j < n; j++) {
 				const uint8_t *ab = a + (size_t)j * as + (size_t)b * EMV_Q8_BYTES;
 				const int8_t *aq = (const int8_t *)(ab + 2);
