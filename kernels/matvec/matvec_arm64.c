@@ -164,16 +164,16 @@ typedef void (*emv_neon_fn)(const uint8_t *, size_t, int, int64_t, int64_t, cons
 	                                             size_t ldy) {                                             \
 		emv_neon_n(T, w, ws, nb, r0, r1, a, as, N, y, ldy);                                            \
 	}
-#define EMV_NEACH(T, TN)                                                                                   \
-	EMV_NFN(T, TN, 1) EMV_NFN(T, TN, 2) EMV_NFN(T, TN, 3) EMV_NFN(T, TN, 4)                              \
-	EMV_NFN(T, TN, 5) EMV_NFN(T, TN, 6) EMV_NFN(T, TN, 7) EMV_NFN(T, TN, 8)
-#define EMV_NTAB(TN)                                                                                       \
-	{ emv_neondot_##TN##_1, emv_neondot_##TN##_2, emv_neondot_##TN##_3, emv_neondot_##TN##_4,             \
-	  emv_neondot_##TN##_5, emv_neondot_##TN##_6, emv_neondot_##TN##_7, emv_neondot_##TN##_8 }
-EMV_NEACH(EMV_Q8_0, q8)
-EMV_NEACH(EMV_Q4_0, q4)
-static const emv_neon_fn emv_neondot_q8[EMV_MAXN] = EMV_NTAB(q8);
-static const emv_neon_fn emv_neondot_q4[EMV_MAXN] = EMV_NTAB(q4);
+// Every n = 1..8 of one (type, kernel): FN(T, TN, N) defines the function
+// named PFX TN _N (emv_neondot_q8_3), and EMV_TAB8 lists the eight in order.
+#define EMV_EACH8(FN, T, TN)                                                                               \
+	FN(T, TN, 1) FN(T, TN, 2) FN(T, TN, 3) FN(T, TN, 4) FN(T, TN, 5) FN(T, TN, 6) FN(T, TN, 7) FN(T, TN, 8)
+#define EMV_TAB8(PFX, TN)                                                                                  \
+	{ PFX##TN##_1, PFX##TN##_2, PFX##TN##_3, PFX##TN##_4, PFX##TN##_5, PFX##TN##_6, PFX##TN##_7, PFX##TN##_8 }
+EMV_EACH8(EMV_NFN, EMV_Q8_0, q8)
+EMV_EACH8(EMV_NFN, EMV_Q4_0, q4)
+static const emv_neon_fn emv_neondot_q8[EMV_MAXN] = EMV_TAB8(emv_neondot_, q8);
+static const emv_neon_fn emv_neondot_q4[EMV_MAXN] = EMV_TAB8(emv_neondot_, q4);
 
 // ---- NEON i8mm: contract C8 ----
 
@@ -311,16 +311,10 @@ EMV_T_MM EMV_INLINE void emv_mm_rows1(int t, int R, const uint8_t *w, size_t ws,
 		}                                                                                              \
 		for (; r < r1; r += 2) emv_mm_rows(T, w, ws, nb, r, r1, a, as, N, y, ldy);                     \
 	}
-#define EMV_MMEACH(T, TN)                                                                                  \
-	EMV_MMFN(T, TN, 1) EMV_MMFN(T, TN, 2) EMV_MMFN(T, TN, 3) EMV_MMFN(T, TN, 4)                          \
-	EMV_MMFN(T, TN, 5) EMV_MMFN(T, TN, 6) EMV_MMFN(T, TN, 7) EMV_MMFN(T, TN, 8)
-#define EMV_MMTAB(TN)                                                                                      \
-	{ emv_neoni8mm_##TN##_1, emv_neoni8mm_##TN##_2, emv_neoni8mm_##TN##_3, emv_neoni8mm_##TN##_4,         \
-	  emv_neoni8mm_##TN##_5, emv_neoni8mm_##TN##_6, emv_neoni8mm_##TN##_7, emv_neoni8mm_##TN##_8 }
-EMV_MMEACH(EMV_Q8_0, q8)
-EMV_MMEACH(EMV_Q4_0, q4)
-static const emv_neon_fn emv_neoni8mm_q8[EMV_MAXN] = EMV_MMTAB(q8);
-static const emv_neon_fn emv_neoni8mm_q4[EMV_MAXN] = EMV_MMTAB(q4);
+EMV_EACH8(EMV_MMFN, EMV_Q8_0, q8)
+EMV_EACH8(EMV_MMFN, EMV_Q4_0, q4)
+static const emv_neon_fn emv_neoni8mm_q8[EMV_MAXN] = EMV_TAB8(emv_neoni8mm_, q8);
+static const emv_neon_fn emv_neoni8mm_q4[EMV_MAXN] = EMV_TAB8(emv_neoni8mm_, q4);
 
 int emv_neon_matvec(int t, int impl, const uint8_t *w, size_t ws, int nb, int64_t r0, int64_t r1,
                     const uint8_t *a, size_t as, int n, float *y, size_t ldy) {
